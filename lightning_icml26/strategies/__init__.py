@@ -1,0 +1,11 @@
+"""Lightning strategies, registered by name on import of :mod:`lightning_icml26`.
+
+Registration is idempotent (see :func:`register_strategy`), so importing the package again, in a
+spawned worker or under Hydra, never raises.
+"""
+
+from __future__ import annotations
+
+from lightning_icml26.strategies._registration import register_strategy
+
+__all__ = ["register_strategy"]

@@ -1,0 +1,1 @@
+"""Shared test helpers: real multi-process gloo groups and skip markers."""
