@@ -231,7 +231,7 @@ def compose(recipe: str, overrides: Sequence[str] = (), run_dir: str | Path | No
             continue
         value = OmegaConf.select(cfg, key, throw_on_missing=False)
         if not _compatible(default, value):
-            shown = repr(value) if not isinstance(value, DictConfig | ListConfig) else OmegaConf.to_yaml(value).strip()
+            shown = repr(OmegaConf.to_container(value) if isinstance(value, DictConfig | ListConfig) else value)
             raise RecipeError(
                 f"wrong type for '{key}': expected {_type_name(default)}, got {_type_name(value)} {shown}"
             )

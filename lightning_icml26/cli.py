@@ -66,7 +66,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["run", "no_such_recipe"])  # doctest: +ELLIPSIS
         2
     """
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    unknown = [arg for arg in extra if arg.startswith("-")]
+    if unknown or (extra and args.command != "run"):
+        parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
+    if args.command == "run":
+        args.overrides = [*args.overrides, *extra]  # overrides may come before or after the options
     if args.command == "list":
         _print_list()
         return 0

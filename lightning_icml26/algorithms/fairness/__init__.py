@@ -1,0 +1,19 @@
+"""Attribute-blind multi-class fair classification: LP plug-in post-processing, EG reduction, frontier sweeps."""
+
+from __future__ import annotations
+
+from lightning_icml26.algorithms.fairness.frontier import fair_frontier_task, fairness_frontier, plot_frontier
+from lightning_icml26.algorithms.fairness.models import fit_probability_model, make_mlp
+from lightning_icml26.algorithms.fairness.postprocess import AttributeBlindClassifier, FairPostProcessor
+from lightning_icml26.algorithms.fairness.reduction import ExponentiatedGradientReduction
+
+__all__ = [
+    "AttributeBlindClassifier",
+    "ExponentiatedGradientReduction",
+    "FairPostProcessor",
+    "fair_frontier_task",
+    "fairness_frontier",
+    "fit_probability_model",
+    "make_mlp",
+    "plot_frontier",
+]

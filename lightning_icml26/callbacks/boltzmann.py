@@ -1,0 +1,212 @@
+"""Sample, reweight and score a Boltzmann generator during validation (ESS, E-W2, T-W2, TICA-W2, PNG plots)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from torch import Tensor
+from typing_extensions import override
+
+from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
+
+__all__ = ["BoltzmannEvalCallback", "plot_boltzmann"]
+
+
+def plot_boltzmann(
+    path: str | Path,
+    reference_energies: Tensor,
+    generated_energies: Tensor,
+    reweighted_energies: Tensor | None = None,
+    reference_angles: Tensor | None = None,
+    generated_angles: Tensor | None = None,
+    title: str = "",
+) -> Path:
+    """Write an energy histogram (and a Ramachandran plot when angles are given) as one PNG.
+
+    Example:
+        >>> import tempfile, os
+        >>> p = plot_boltzmann(os.path.join(tempfile.mkdtemp(), "e.png"), torch.randn(50), torch.randn(50))
+        >>> p.is_file()
+        True
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = 2 if reference_angles is not None and generated_angles is not None else 1
+    fig, axes = plt.subplots(
+        1, panels + (1 if panels == 2 else 0), figsize=(5 * (panels + (panels == 2)), 4), squeeze=False
+    )
+    ax = axes[0, 0]
+    ref = reference_energies.double()
+    lo, hi = float(ref.min()), float(ref.max())
+    width = hi - lo
+    bins = torch.linspace(lo - 0.5 * width, hi + 0.5 * width, 60).numpy()
+    ax.hist(ref.numpy(), bins=bins, density=True, alpha=0.5, label="reference")
+    ax.hist(
+        generated_energies.double().clamp(bins[0], bins[-1]).numpy(),
+        bins=bins,
+        density=True,
+        histtype="step",
+        label="generated",
+    )
+    if reweighted_energies is not None:
+        ax.hist(
+            reweighted_energies.double().clamp(bins[0], bins[-1]).numpy(),
+            bins=bins,
+            density=True,
+            histtype="step",
+            label="reweighted",
+        )
+    ax.set_xlabel("reduced energy (kT)")
+    ax.legend()
+    ax.set_title(title or "energies")
+    if panels == 2 and reference_angles is not None and generated_angles is not None:
+        for axis, angles, name in (
+            (axes[0, 1], reference_angles, "reference"),
+            (axes[0, 2], generated_angles, "generated"),
+        ):
+            axis.hist2d(angles[:, 0].numpy(), angles[:, 1].numpy(), bins=60, range=[[-math.pi, math.pi]] * 2, cmin=1)
+            axis.set_xlabel("phi")
+            axis.set_ylabel("psi")
+            axis.set_title(f"Ramachandran: {name}")
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
+
+
+class BoltzmannEvalCallback(Callback):
+    """At the end of validation: sample from the model, reweight towards ``exp(-E)`` and log the metrics.
+
+    Needs a module with ``sample_with_log_prob(n, temperature=..., top_k=..., top_p=...)`` and ``com_std``
+    (:class:`~lightning_icml26.modules.arbg.ArBG`, :class:`~lightning_icml26.modules.arbg.FlowBG`) and a data
+    module with ``system`` and ``reference("val")`` (:class:`~lightning_icml26.data.BoltzmannDataModule`). Logs
+    ``eval/ess`` (Kish ESS / N), ``eval/energy_w2`` (on the SNIS resample), ``eval/energy_w2_raw`` (before
+    reweighting) and, for peptides, ``eval/torus_w2`` and ``eval/tica_w2``; writes ``boltzmann_epoch{N}.png`` on
+    rank zero. Sampling runs on every rank with the same seed (identical results), so logged values agree.
+
+    Args:
+        num_samples: samples per evaluation.
+        every_n_epochs: evaluate every this many validation epochs.
+        temperature: sampling temperature (> 0).
+        top_k: sampling top-k.
+        top_p: sampling top-p.
+        clip_quantile: log-weight clipping fraction.
+        on_nonfinite: ``"drop"`` (default here: an untrained model may produce overlapping atoms) or ``"raise"``.
+        max_ot_samples: cap on each set for the exact OT metrics.
+        dirpath: folder for the PNGs (default: the trainer's ``default_root_dir``).
+        plot: write PNGs.
+        seed: sampling seed.
+
+    Example:
+        >>> cb = BoltzmannEvalCallback(num_samples=100)
+        >>> cb.state_dict()["evaluations"]
+        0
+    """
+
+    def __init__(
+        self,
+        num_samples: int = 1000,
+        every_n_epochs: int = 1,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        clip_quantile: float = 0.002,
+        on_nonfinite: str = "drop",
+        max_ot_samples: int = 2000,
+        dirpath: str | None = None,
+        plot: bool = True,
+        seed: int = 0,
+    ) -> None:
+        from lightning_icml26.modules.arbg.sampler import check_sampling_args
+
+        if num_samples < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        if every_n_epochs < 1:
+            raise ValueError(f"every_n_epochs must be >= 1, got {every_n_epochs}")
+        check_sampling_args(temperature, top_k, top_p)
+        self.num_samples, self.every_n_epochs = num_samples, every_n_epochs
+        self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
+        self.clip_quantile, self.on_nonfinite, self.max_ot_samples = clip_quantile, on_nonfinite, max_ot_samples
+        self.dirpath, self.plot, self.seed = dirpath, plot, seed
+        self.evaluations = 0
+        self.last: dict[str, float] = {}
+
+    def evaluate(self, model: Any, system: Any, reference: Tensor) -> tuple[dict[str, float], dict[str, Any]]:
+        """Sample, reweight and compute the metrics; returns ``(figures, arrays for plotting)``."""
+        from lightning_icml26.modules.arbg.reweighting import BoltzmannReweighter, ChiralityFix
+
+        torch.manual_seed(self.seed + self.evaluations)
+        kwargs: dict[str, Any] = {"temperature": self.temperature}
+        if self.top_k is not None or self.top_p is not None:
+            kwargs.update(top_k=self.top_k, top_p=self.top_p)
+        x, log_q = model.sample_with_log_prob(self.num_samples, **kwargs)
+        chirality = ChiralityFix.from_reference(reference, system.chiral_centres) if system.chiral_centres else None
+        com = getattr(model, "com_std", 0.0) or None
+        rw = BoltzmannReweighter(system.energy(), self.clip_quantile, chirality, com, self.on_nonfinite)
+        res = rw.reweight(x, log_q, num_resample=0, generator=torch.Generator().manual_seed(self.seed))
+        ref_e = rw.energies(reference)
+        finite = torch.isfinite(res.energies)
+        assert res.resampled is not None
+        assert res.resampled_energies is not None
+        cap = self.max_ot_samples
+        figs = {
+            "ess": res.ess,
+            "energy_w2": float(energy_w2(ref_e, res.resampled_energies)),
+            "energy_w2_raw": float(energy_w2(ref_e, res.energies[finite])) if bool(finite.any()) else float("inf"),
+            "fraction_nonfinite": float((~finite).double().mean()),
+        }
+        arrays: dict[str, Any] = {"ref_e": ref_e, "gen_e": res.energies[finite], "rw_e": res.resampled_energies}
+        if system.dihedrals:
+            ref_t, gen_t = system.torus(reference), system.torus(res.resampled)
+            figs["torus_w2"] = float(torus_w2(ref_t[:cap], gen_t[:cap]))
+            figs["tica_w2"] = float(
+                tica_w2(system.tica_features(reference)[:cap], system.tica_features(res.resampled)[:cap], lagtime=1)
+            )
+            arrays.update(ref_t=ref_t, gen_t=system.torus(res.samples))
+        return figs, arrays
+
+    @override
+    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or (trainer.current_epoch + 1) % self.every_n_epochs:
+            return
+        dm = trainer.datamodule  # type: ignore[attr-defined]
+        if dm is None or not hasattr(dm, "system") or not hasattr(dm, "reference"):
+            raise ValueError(
+                "BoltzmannEvalCallback needs a data module with `system` and `reference()` "
+                "(lightning_icml26.data.BoltzmannDataModule)"
+            )
+        figs, arrays = self.evaluate(pl_module, dm.system, dm.reference("val"))
+        self.evaluations += 1
+        self.last = figs
+        for key, value in figs.items():
+            pl_module.log(f"eval/{key}", value, sync_dist=False)
+        if self.plot and trainer.is_global_zero:
+            folder = Path(self.dirpath or trainer.default_root_dir)
+            plot_boltzmann(
+                folder / f"boltzmann_epoch{trainer.current_epoch}.png",
+                arrays["ref_e"],
+                arrays["gen_e"],
+                arrays["rw_e"],
+                arrays.get("ref_t"),
+                arrays.get("gen_t"),
+                title=f"{dm.system.name}: E-W2 {figs['energy_w2']:.3g}, ESS {figs['ess']:.3g}",
+            )
+
+    @override
+    def state_dict(self) -> dict[str, Any]:
+        return {"evaluations": self.evaluations, "last": dict(self.last)}
+
+    @override
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.evaluations = int(state_dict.get("evaluations", 0))
+        self.last = dict(state_dict.get("last", {}))

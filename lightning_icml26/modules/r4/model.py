@@ -1,0 +1,229 @@
+"""``R4RewardModel``: an ensemble of reward networks learned from rated segments (R4, RbRL or Bradley-Terry loss).
+
+R4 (Kharyal, Muslimani and Taylor, ICML 2026) regresses soft ranks of predicted segment returns onto the ranks
+of the ratings (:func:`~lightning_icml26.modules.r4.losses.ranking_mse_loss`). The same module trains the
+RbRL rating loss and a Bradley-Terry preference loss, chosen by ``loss``, so a recipe switch compares them on
+the same data. The per-step reward is the ensemble mean; :meth:`R4RewardModel.reward` returns it normalised
+by the mean and standard deviation of the predicted per-step reward on the rated segments (refreshed at the end
+of every fit), the scale handed to the RL agent.
+
+Deviations from the official code, all documented: segment returns are undiscounted sums (as in the code; a
+summary of the paper writes a discounted sum); every ensemble member sees the same batch (the code's members are
+trained in the same loop as well); the L2 penalty is left to the optimizer's ``weight_decay``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import torch
+from lightning.pytorch import LightningModule
+from scipy.stats import kendalltau, spearmanr
+from torch import nn
+
+from lightning_icml26.modules.nets import MLP
+from lightning_icml26.modules.r4.data import LOSSES
+from lightning_icml26.modules.r4.losses import bradley_terry_loss, check_ratings, ranking_mse_loss, rbrl_loss
+
+__all__ = ["R4RewardModel", "RewardEnsemble"]
+
+OptimizerFactory = Callable[[Iterable[Any]], torch.optim.Optimizer]
+
+
+class RewardEnsemble(nn.Module):
+    """``ensemble_size`` independent MLPs ``r(s, a)``; returns every member's per-step reward.
+
+    Args:
+        obs_dim: observation width.
+        act_dim: action width (0 for state-only rewards).
+        ensemble_size: number of members (3 in the paper).
+        hidden: hidden width.
+        depth: hidden layers.
+        activation: hidden activation (see :class:`~lightning_icml26.modules.MLP`).
+
+    Example:
+        >>> net = RewardEnsemble(3, 1, ensemble_size=2, hidden=8)
+        >>> net(torch.zeros(4, 10, 3), torch.zeros(4, 10, 1)).shape
+        torch.Size([2, 4, 10])
+    """
+
+    def __init__(
+        self, obs_dim: int, act_dim: int, ensemble_size: int = 3, hidden: int = 256, depth: int = 3,
+        activation: str = "relu",
+    ) -> None:  # fmt: skip
+        super().__init__()
+        if ensemble_size < 1:
+            raise ValueError(f"ensemble_size must be at least 1, got {ensemble_size}")
+        if obs_dim < 1 or act_dim < 0:
+            raise ValueError(f"obs_dim must be >= 1 and act_dim >= 0, got {obs_dim} and {act_dim}")
+        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.members = nn.ModuleList(
+            MLP(obs_dim + act_dim, 1, hidden=hidden, depth=depth, activation=activation) for _ in range(ensemble_size)
+        )
+
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """Per-step rewards of every member, shape ``(ensemble, *obs.shape[:-1])``."""
+        if obs.shape[-1] != self.obs_dim or act.shape[-1] != self.act_dim or obs.shape[:-1] != act.shape[:-1]:
+            raise ValueError(
+                f"obs (..., {self.obs_dim}) and act (..., {self.act_dim}) must share leading dims, got "
+                f"{tuple(obs.shape)} and {tuple(act.shape)}"
+            )
+        x = torch.cat([obs, act.to(obs.dtype)], dim=-1)
+        return torch.stack([member(x).squeeze(-1) for member in self.members])
+
+
+def _default_optimizer(params: Iterable[Any]) -> torch.optim.Optimizer:
+    return torch.optim.Adam(params, lr=3e-4)
+
+
+class R4RewardModel(LightningModule):
+    """Reward ensemble trained from ratings with R4's ranking MSE, or the RbRL / Bradley-Terry baselines.
+
+    Training batches come from :class:`~lightning_icml26.modules.r4.data.RatingDataModule` with the same
+    ``loss``. Validation and test batches are held-out segments with true returns; the module logs Kendall's tau
+    and Spearman's rho (scipy) between predicted and true returns as ``{val,test}_kendall_tau`` and
+    ``{val,test}_spearman``.
+
+    Args:
+        obs_dim: observation width.
+        act_dim: action width.
+        loss: ``"rmse"`` (R4), ``"rbrl"`` or ``"bradley_terry"``.
+        num_classes: number of declared rating classes (at least 2).
+        ensemble_size: reward networks in the ensemble.
+        hidden: hidden width of each network.
+        depth: hidden layers of each network.
+        regularization_strength: soft-rank ``eps`` of the ranking MSE (1.0 in the paper).
+        rbrl_k: sharpness ``k`` of the RbRL logits (30 in the paper).
+        optimizer: factory taking the parameters; default ``Adam(lr=3e-4)`` as in the paper.
+
+    Example:
+        >>> model = R4RewardModel(obs_dim=3, act_dim=1, num_classes=3, hidden=8, depth=1)
+        >>> model.reward(torch.zeros(7, 3), torch.zeros(7, 1)).shape
+        torch.Size([7])
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        loss: str = "rmse",
+        num_classes: int = 5,
+        ensemble_size: int = 3,
+        hidden: int = 256,
+        depth: int = 3,
+        regularization_strength: float = 1.0,
+        rbrl_k: float = 30.0,
+        optimizer: OptimizerFactory | None = None,
+    ) -> None:
+        super().__init__()
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+        check_ratings(torch.zeros(1, dtype=torch.long), num_classes)
+        if not regularization_strength > 0:
+            raise ValueError(f"regularization_strength must be positive, got {regularization_strength!r}")
+        self.save_hyperparameters(ignore=["optimizer"])
+        self.net = RewardEnsemble(obs_dim, act_dim, ensemble_size, hidden, depth)
+        self.optimizer_factory = optimizer or _default_optimizer
+        self.reward_mean: torch.Tensor
+        self.reward_std: torch.Tensor
+        self.register_buffer("reward_mean", torch.zeros(()))
+        self.register_buffer("reward_std", torch.ones(()))
+        self._eval_pred: list[torch.Tensor] = []
+        self._eval_true: list[torch.Tensor] = []
+
+    # ----------------------------------------------------------------------------------------------- inference
+    def segment_returns(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """Per-member predicted returns (undiscounted sums over the step axis ``-2``): ``(ensemble, ...)``."""
+        return self.net(obs, act).sum(-1)
+
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """Raw ensemble-mean per-step reward, shape ``obs.shape[:-1]``."""
+        return self.net(obs, act).mean(0)
+
+    def reward(self, obs: torch.Tensor, act: torch.Tensor, normalize: bool = True) -> torch.Tensor:
+        """Ensemble-mean per-step reward for the RL agent, normalised by the stored statistics by default."""
+        with torch.no_grad():
+            raw = self(obs, act)
+        return (raw - self.reward_mean) / self.reward_std if normalize else raw
+
+    @torch.no_grad()
+    def fit_normalization(self, obs: torch.Tensor, act: torch.Tensor) -> None:
+        """Set the normalisation to the mean and std of the predicted per-step rewards on ``obs``, ``act``."""
+        raw = self(obs.to(self.device), act.to(self.device)).flatten()
+        self.reward_mean.copy_(raw.mean())
+        self.reward_std.copy_(raw.std().clamp_min(1e-6) if raw.numel() > 1 else torch.ones(()))
+
+    # ------------------------------------------------------------------------------------------------ training
+    def compute_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The configured loss summed over ensemble members."""
+        loss = self.hparams["loss"]
+        if loss == "rmse":
+            obs, act, ratings = batch["obs"], batch["act"], batch["ratings"]  # (B, C, T, d), (B, C)
+            check_ratings(ratings, self.hparams["num_classes"])
+            returns = self.segment_returns(obs, act)  # (E, B, C)
+            eps = self.hparams["regularization_strength"]
+            return sum((ranking_mse_loss(r, ratings, eps) for r in returns), torch.zeros((), device=obs.device))
+        if loss == "rbrl":
+            returns = self.segment_returns(batch["obs"], batch["act"])  # (E, B)
+            k, n = self.hparams["rbrl_k"], self.hparams["num_classes"]
+            zero = torch.zeros((), device=returns.device)
+            return sum((rbrl_loss(r, batch["ratings"], n, k) for r in returns), zero)
+        returns_a = self.segment_returns(batch["obs_a"], batch["act_a"])
+        returns_b = self.segment_returns(batch["obs_b"], batch["act_b"])
+        pref = batch["preference"]
+        return sum(
+            (bradley_terry_loss(a, b, pref) for a, b in zip(returns_a, returns_b, strict=False)),
+            torch.zeros((), device=pref.device),
+        )
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        """Loss on one batch of rated items."""
+        loss = self.compute_loss(batch)
+        size = next(iter(batch.values())).shape[0]
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=size)
+        return loss
+
+    def on_train_end(self) -> None:
+        """Refresh the reward normalisation on the rated segments of the data module, if it has them."""
+        datamodule = getattr(self.trainer, "datamodule", None)
+        rated = getattr(datamodule, "rated", None)
+        if rated is not None:
+            self.fit_normalization(rated.obs, rated.act)
+
+    # -------------------------------------------------------------------------------------------- evaluation
+    def _eval_step(self, batch: dict[str, torch.Tensor]) -> None:
+        self._eval_pred.append(self.segment_returns(batch["obs"], batch["act"]).mean(0).detach().cpu())
+        self._eval_true.append(batch["returns"].detach().cpu())
+
+    def _eval_end(self, split: str) -> None:
+        if not self._eval_pred:
+            return
+        pred = torch.cat(self._eval_pred).double().numpy()
+        true = torch.cat(self._eval_true).double().numpy()
+        self._eval_pred, self._eval_true = [], []
+        tau = float(kendalltau(pred, true).statistic) if len(pred) > 1 else float("nan")
+        rho = float(spearmanr(pred, true).statistic) if len(pred) > 1 else float("nan")
+        self.log(f"{split}_kendall_tau", float(np.nan_to_num(tau)), prog_bar=True)
+        self.log(f"{split}_spearman", float(np.nan_to_num(rho)))
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        """Collect predicted and true returns of held-out segments."""
+        self._eval_step(batch)
+
+    def on_validation_epoch_end(self) -> None:
+        """Log rank correlations with the true return."""
+        self._eval_end("val")
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        """Collect predicted and true returns of held-out segments."""
+        self._eval_step(batch)
+
+    def on_test_epoch_end(self) -> None:
+        """Log rank correlations with the true return."""
+        self._eval_end("test")
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """The optimizer from the factory."""
+        return self.optimizer_factory(self.parameters())

@@ -1,0 +1,112 @@
+"""A linear least-squares LightningModule for sparse regression (the ReWA ``linear/`` experiment)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from lightning.pytorch import LightningModule
+from torch import nn
+
+from lightning_icml26.modules.classifier import OptimizerFactory, SchedulerFactory
+
+__all__ = ["SparseRegressionModule", "support_f1"]
+
+
+class SparseRegressionModule(LightningModule):
+    """Fit ``y ~ X w`` (no bias) by ``0.5 * mean((X w - y)^2)``; the optimizer decides the sparsity of ``w``.
+
+    Logs ``train_loss`` / ``val_loss`` and, when ``w_star`` is given, ``val_w_error`` (``||w - w*||_2``) and
+    ``val_support_f1`` (F1 of ``w != 0`` against ``w* != 0``).
+
+    Args:
+        num_features: dimension of ``w``.
+        optimizer: factory taking the parameters (e.g. ``ReWASGD`` with ``_partial_: true``).
+        lr_scheduler: optional factory taking the optimizer.
+        init_scale: standard deviation of the Gaussian initialisation of ``w``.
+        w_star: the ground truth, for the error and support figures (default: the datamodule's ``w_star``).
+
+    Example:
+        >>> m = SparseRegressionModule(3)
+        >>> m(torch.ones(2, 3)).shape
+        torch.Size([2])
+    """
+
+    def __init__(
+        self,
+        num_features: int,
+        optimizer: OptimizerFactory | None = None,
+        lr_scheduler: SchedulerFactory | None = None,
+        init_scale: float = 0.1,
+        w_star: torch.Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        if num_features < 1:
+            raise ValueError(f"num_features must be a positive integer, got {num_features}")
+        if init_scale < 0:
+            raise ValueError(f"init_scale must be non-negative, got {init_scale}")
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", "w_star"])
+        self.net = nn.Linear(num_features, 1, bias=False)
+        with torch.no_grad():
+            self.net.weight.normal_(0.0, init_scale)
+        self.optimizer_factory = optimizer
+        self.scheduler_factory = lr_scheduler
+        self.w_star = w_star
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Predictions ``X w``."""
+        return self.net(x).squeeze(-1)
+
+    def _loss(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        x, y = batch
+        return 0.5 * (self(x) - y).pow(2).mean()
+
+    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        """Least-squares loss of a batch."""
+        loss = self._loss(batch)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(batch[1]))
+        return loss
+
+    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        """Validation loss and, with ``w_star``, the recovery figures."""
+        self.log("val_loss", self._loss(batch), prog_bar=True, batch_size=len(batch[1]))
+        w_star = self._ground_truth()
+        if w_star is not None:
+            w = self.net.weight.detach().flatten()
+            w_star = w_star.to(w.device)
+            self.log("val_w_error", torch.linalg.vector_norm(w - w_star), prog_bar=True)
+            self.log("val_support_f1", support_f1(w, w_star), prog_bar=True)
+
+    def _ground_truth(self) -> torch.Tensor | None:
+        if self.w_star is not None:
+            return self.w_star
+        trainer = self._trainer
+        datamodule = getattr(trainer, "datamodule", None) if trainer is not None else None
+        w_star = getattr(datamodule, "w_star", None)
+        return w_star if isinstance(w_star, torch.Tensor) and bool((w_star != 0).any()) else None
+
+    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+        """Test loss."""
+        self.log("test_loss", self._loss(batch), batch_size=len(batch[1]))
+
+    def configure_optimizers(self) -> Any:
+        """Build the optimizer (and scheduler) from the factories (SGD(lr=0.01) by default)."""
+        factory = self.optimizer_factory or (lambda params: torch.optim.SGD(params, lr=0.01))
+        optimizer = factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": self.scheduler_factory(optimizer)}
+
+
+def support_f1(w: torch.Tensor, w_star: torch.Tensor, threshold: float = 0.0) -> float:
+    """F1 score of the estimated support ``|w| > threshold`` against the true support ``w* != 0``.
+
+    Example:
+        >>> support_f1(torch.tensor([1.0, 0.0, 0.5]), torch.tensor([2.0, 0.0, 0.0]))
+        0.666...
+    """
+    est = w.abs() > threshold
+    true = w_star != 0
+    tp = float((est & true).sum())
+    denom = float(est.sum() + true.sum())
+    return 0.0 if denom == 0 else 2 * tp / denom

@@ -1,0 +1,37 @@
+"""Attention for context parallelism: dense reference, Ulysses, ring and UPipe, with one signature.
+
+Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have ``G`` (GQA, ``G`` divides
+``H``, query head ``h`` uses KV head ``h // (H/G)``). Every backend takes keyword arguments ``cp`` (a
+``ContextParallelGroup``, ``ProcessGroup`` or ``None``), ``causal``, ``scale`` and ``layout``.
+"""
+
+from __future__ import annotations
+
+from lightning_icml26.ops.attention._kernels import apply_rotary
+from lightning_icml26.ops.attention.dense import dense_attention
+from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
+from lightning_icml26.ops.attention.module import (
+    ATTENTION_BACKENDS,
+    RotaryEmbedding,
+    UPipeAttention,
+    get_attention_backend,
+)
+from lightning_icml26.ops.attention.ring import ring_attention
+from lightning_icml26.ops.attention.ulysses import ulysses_attention
+from lightning_icml26.ops.attention.upipe import upipe_attention, upipe_qkv_attention, upipe_schedule
+
+__all__ = [
+    "ATTENTION_BACKENDS",
+    "LiveBytesTracker",
+    "RotaryEmbedding",
+    "SavedTensorBytes",
+    "UPipeAttention",
+    "apply_rotary",
+    "dense_attention",
+    "get_attention_backend",
+    "ring_attention",
+    "ulysses_attention",
+    "upipe_attention",
+    "upipe_qkv_attention",
+    "upipe_schedule",
+]

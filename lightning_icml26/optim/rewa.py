@@ -1,0 +1,486 @@
+"""ReWA: Reparameterization, Weight decay and Adaptive learning rate for sparse optimisation.
+
+Every reparameterised weight ``x`` (the tensor stored in the model) is driven through a latent
+``y`` kept in the optimizer state, with ``x = sign(y) |y|^K`` (a single-variable signed power). With
+``g = dL/dx`` the update of ``y`` uses the per-coordinate scale
+
+    s = |y|^M                       (eps = 0)
+    s = |y|^M * u / (u + eps),      u = K |y|^(K-1)   (eps > 0)
+
+so that ``eta_y * dL/dy = eta * s * g``; weight decay acts on ``y`` and is *not* scaled by ``s``.
+Fixed points of the SGD dynamics satisfy ``|y|^M g + lambda y = 0``, i.e. they are stationary points of
+``f(x) + lambda K / (K + 1 - M) |x|^p`` with ``p = (K + 1 - M) / K`` (method note, "Effective penalty").
+
+Design choices of this project (not stated by the authors; see ``../shared/methods/02-rewa.md``):
+
+* ``y`` lives in the optimizer state in ``float32`` (or the parameter dtype when wider), because
+  ``|x|^(1/K)`` recomputed from a low-precision ``x`` loses the small weights.
+* When ``x`` is changed outside the optimizer (a checkpoint loaded without optimizer state, a pruning
+  mask, a broadcast), the change is detected through the parameter's version counter and ``y`` is
+  re-derived as ``sign(x) |x|^(1/K)`` **only at the coordinates where** ``sign(y)|y|^K != x``; the
+  momentum / Adam moments of those coordinates are reset, so that externally zeroed weights stay zero.
+* A coordinate with ``y = 0`` and zero momentum receives a zero update whenever ``M > 0`` or
+  ``eps > 0`` (``s = 0`` and ``lambda y = 0``): exact zeros are absorbing.
+* Groups with ``reparameterize=False`` (e.g. norms and biases, see :func:`rewa_param_groups`) get the
+  plain SGD / AdamW update of the same optimizer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+from torch.optim import Optimizer
+
+__all__ = ["ReWAAdamW", "ReWASGD", "effective_lp", "rewa_param_groups", "signed_power"]
+
+Closure = Callable[[], Any]
+
+
+def signed_power(t: torch.Tensor, exponent: float) -> torch.Tensor:
+    """``sign(t) * |t|**exponent``, elementwise (``0`` maps to ``0`` for a positive exponent).
+
+    Args:
+        t: input tensor.
+        exponent: positive exponent (``K`` for ``y -> x``, ``1/K`` for ``x -> y``).
+
+    Returns:
+        A tensor like ``t``.
+
+    Example:
+        >>> signed_power(torch.tensor([-8.0, 0.0, 27.0]), 1 / 3)
+        tensor([-2.,  0.,  3.])
+    """
+    return torch.sign(t) * t.abs().pow(exponent)
+
+
+def effective_lp(K: float, M: float, weight_decay: float) -> tuple[float, float]:
+    """The ``(p, coefficient)`` of the Lp penalty whose stationary points ReWA-SGD's fixed points are.
+
+    ``p = (K + 1 - M) / K`` and ``coefficient = weight_decay * K / (K + 1 - M)`` (method note, reconstructed
+    from the code dynamics), i.e. the penalty is ``coefficient * |x|^p``.
+
+    Args:
+        K: power of the reparameterisation, ``K > 1``.
+        M: exponent of the adaptive step, ``0 <= M <= K - 1``.
+        weight_decay: the weight decay ``lambda`` on ``y``.
+
+    Returns:
+        ``(p, coefficient)``.
+
+    Example:
+        >>> p, c = effective_lp(9, 2, 1e-4)
+        >>> round(p, 4), round(c / 1e-4, 4)
+        (0.8889, 1.125)
+    """
+    _check_power(K, M, 0.0)
+    if weight_decay < 0:
+        raise ValueError(f"weight_decay must be non-negative, got {weight_decay}")
+    p = (K + 1 - M) / K
+    return p, weight_decay / p
+
+
+def _check_number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return float(value)
+
+
+def _check_power(K: Any, M: Any, eps: Any) -> None:
+    K = _check_number("K", K)
+    M = _check_number("M", M)
+    eps = _check_number("eps", eps)
+    if K <= 1:
+        raise ValueError(f"K must be greater than 1 (x = sign(y)|y|^K, and M must lie in [0, K-1]), got K={K}")
+    if not 0 <= M <= K - 1:
+        raise ValueError(f"M must lie in [0, K-1] = [0, {K - 1:g}], got M={M}")
+    if eps < 0:
+        raise ValueError(f"eps must be non-negative, got {eps}")
+
+
+def _check_group_common(group: dict[str, Any]) -> None:
+    lr = _check_number("lr", group["lr"])
+    if lr < 0:
+        raise ValueError(f"lr must be non-negative, got {lr}")
+    wd = _check_number("weight_decay", group["weight_decay"])
+    if wd < 0:
+        raise ValueError(f"weight_decay must be non-negative, got {wd}")
+    if not isinstance(group.get("reparameterize", True), bool):
+        raise TypeError(f"reparameterize must be a bool, got {group['reparameterize']!r}")
+
+
+def latent_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of latent state for a parameter of ``dtype``: at least ``float32``.
+
+    Example:
+        >>> latent_dtype(torch.bfloat16), latent_dtype(torch.float64)
+        (torch.float32, torch.float64)
+    """
+    return torch.promote_types(dtype, torch.float32)
+
+
+class _LatentStateOptimizer(Optimizer):
+    """Shared plumbing: closure handling, the version check and a dtype-preserving ``load_state_dict``."""
+
+    _latent_keys: tuple[str, ...] = ()
+    _moment_keys: tuple[str, ...] = ()
+
+    def _evaluate_closure(self, closure: Closure | None) -> Any:
+        if closure is None:
+            return None
+        with torch.enable_grad():
+            return closure()
+
+    def _needs_sync(self, p: torch.Tensor, state: dict[str, Any]) -> bool:
+        version = getattr(p, "_version", None)
+        return version is None or state.get("param_version") != version
+
+    @staticmethod
+    def _record_version(p: torch.Tensor, state: dict[str, Any]) -> None:
+        state["param_version"] = getattr(p, "_version", None)
+
+    def _reset_moments(self, state: dict[str, Any], stale: torch.Tensor) -> None:
+        for key in self._moment_keys:
+            buf = state.get(key)
+            if isinstance(buf, torch.Tensor):
+                buf.masked_fill_(stale, 0.0)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load the state; latent tensors keep their (float32 or wider) dtype instead of the parameter's."""
+        super().load_state_dict(state_dict)
+        params = [p for group in self.param_groups for p in group["params"]]
+        saved_ids = [i for group in state_dict["param_groups"] for i in group["params"]]
+        for p, pid in zip(params, saved_ids, strict=True):
+            saved = state_dict["state"].get(pid)
+            if not saved or p not in self.state:
+                continue
+            for key in (*self._latent_keys, *self._moment_keys):
+                value = saved.get(key)
+                if isinstance(value, torch.Tensor):
+                    self.state[p][key] = value.detach().to(device=p.device, dtype=latent_dtype(p.dtype)).clone()
+
+
+def _sgd_direction(
+    state: dict[str, Any], d: torch.Tensor, momentum: float, dampening: float, nesterov: bool
+) -> torch.Tensor:
+    if momentum == 0:
+        return d
+    buf = state.get("momentum_buffer")
+    if buf is None:
+        buf = d.clone()
+        state["momentum_buffer"] = buf
+    else:
+        buf.mul_(momentum).add_(d, alpha=1 - dampening)
+    return d.add(buf, alpha=momentum) if nesterov else buf
+
+
+def _adaptive_scale(y: torch.Tensor, K: float, M: float, eps: float) -> torch.Tensor:
+    ay = y.abs()
+    scale = ay.pow(M)
+    if eps > 0:
+        u = K * ay.pow(K - 1)
+        scale = scale * u / (u + eps)
+    return scale
+
+
+class _ReWABase(_LatentStateOptimizer):
+    _latent_keys = ("y",)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group and validate its hyper-parameters (errors name the argument and its value)."""
+        super().add_param_group(param_group)
+        group = self.param_groups[-1]
+        _check_group_common(group)
+        if group["reparameterize"]:
+            _check_power(group["K"], group["M"], group["eps"])
+        self._check_extra(group)
+
+    def _check_extra(self, group: dict[str, Any]) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _latent(self, p: torch.Tensor, group: dict[str, Any]) -> torch.Tensor:
+        """The latent ``y`` of ``p``, created or re-synchronised with ``p`` as needed."""
+        state = self.state[p]
+        K = float(group["K"])
+        y = state.get("y")
+        if y is None:
+            y = signed_power(p.detach().to(latent_dtype(p.dtype)), 1.0 / K)
+            state["y"] = y
+        elif self._needs_sync(p, state):
+            stale = signed_power(y, K).to(p.dtype) != p.detach()
+            if bool(stale.any()):
+                fresh = signed_power(p.detach().to(y.dtype), 1.0 / K)
+                y.copy_(torch.where(stale, fresh, y))
+                self._reset_moments(state, stale)
+        return y
+
+
+class ReWASGD(_ReWABase):
+    """ReWA with heavy-ball SGD (Algorithm 1 of the method note).
+
+    Per reparameterised tensor: ``d = g * s + weight_decay * y``, ``buf = momentum * buf + d`` (the first
+    step sets ``buf = d``, as ``torch.optim.SGD``), ``y -= lr * buf``, ``x = sign(y)|y|^K``.
+
+    Args:
+        params: parameters or parameter groups (each group may override every keyword below).
+        lr: learning rate ``eta``, non-negative.
+        K: power of the reparameterisation, ``> 1`` (odd integers in the paper; 9 recommended, 3 on ImageNet;
+            non-integer values work since absolute values are used).
+        M: exponent of the adaptive step, ``0 <= M <= K - 1`` (2 in the paper's CIFAR config). The note states
+            ``M < K - 1``; ``M = K - 1`` (plain gradient descent on ``y`` up to a factor ``K``, penalty
+            ``l_{2/K}``) is also accepted because the repository's own ``testksub1.sh`` runs K = 2.25, M = 1.25.
+        eps: ``epsilon`` of the adaptive step, ``>= 0`` (0 for simple tasks, 1e-5..1e-3 for ImageNet).
+        weight_decay: ``lambda``, applied to ``y`` and not scaled by the adaptive step.
+        momentum: heavy-ball momentum ``mu`` in ``[0, 1)`` (0.875 in the paper's CIFAR config).
+        dampening: SGD dampening in ``[0, 1)``.
+        nesterov: Nesterov momentum (needs ``momentum > 0`` and ``dampening = 0``).
+        reparameterize: ``False`` turns the group into plain SGD on ``x`` (coupled weight decay on ``x``).
+
+    Example:
+        >>> w = torch.nn.Parameter(torch.tensor([0.5, -0.2, 0.0]))
+        >>> opt = ReWASGD([w], lr=0.1, K=3, M=1, weight_decay=0.0)
+        >>> w.sum().backward()
+        >>> opt.step()
+        >>> w.data  # y = cbrt(x); y -= 0.1 * |y| * g with g = 1; x = y**3; the zero stays zero
+        tensor([ 0.3645, -0.2662,  0.0000])
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 0.1,
+        K: float = 9.0,
+        M: float = 2.0,
+        eps: float = 0.0,
+        weight_decay: float = 1e-4,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        nesterov: bool = False,
+        reparameterize: bool = True,
+    ) -> None:
+        defaults = {
+            "lr": lr,
+            "K": K,
+            "M": M,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "momentum": momentum,
+            "dampening": dampening,
+            "nesterov": nesterov,
+            "reparameterize": reparameterize,
+        }
+        super().__init__(params, defaults)
+
+    _moment_keys = ("momentum_buffer",)
+
+    def _check_extra(self, group: dict[str, Any]) -> None:
+        mu = _check_number("momentum", group["momentum"])
+        if not 0 <= mu < 1:
+            raise ValueError(f"momentum must lie in [0, 1), got {mu}")
+        damp = _check_number("dampening", group["dampening"])
+        if not 0 <= damp < 1:
+            raise ValueError(f"dampening must lie in [0, 1), got {damp}")
+        if group["nesterov"] and (mu == 0 or damp != 0):
+            raise ValueError(f"nesterov=True needs momentum > 0 and dampening = 0, got momentum={mu}, dampening={damp}")
+
+    @torch.no_grad()
+    def step(self, closure: Closure | None = None) -> Any:  # type: ignore[override]
+        """One update; ``closure`` (re-evaluating the loss with gradients) is called first if given.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = self._evaluate_closure(closure)
+        for group in self.param_groups:
+            lr, wd, mu = group["lr"], group["weight_decay"], group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise TypeError("ReWASGD does not support sparse gradients")
+                state = self.state[p]
+                if not group["reparameterize"]:
+                    d = p.grad.to(latent_dtype(p.dtype))
+                    if wd != 0:
+                        d = d.add(p.detach().to(d.dtype), alpha=wd)
+                    d = _sgd_direction(state, d, mu, group["dampening"], group["nesterov"])
+                    p.add_(d.to(p.dtype), alpha=-lr)
+                    continue
+                y = self._latent(p, group)
+                g = p.grad.to(y.dtype)
+                d = g * _adaptive_scale(y, group["K"], group["M"], group["eps"])
+                if wd != 0:
+                    d.add_(y, alpha=wd)
+                d = _sgd_direction(state, d, mu, group["dampening"], group["nesterov"])
+                y.add_(d, alpha=-lr)
+                p.copy_(signed_power(y, group["K"]).to(p.dtype))
+                self._record_version(p, state)
+        return loss
+
+
+class ReWAAdamW(_ReWABase):
+    """ReWA with AdamW (Algorithm 2 of the method note).
+
+    Per reparameterised tensor: ``y *= 1 - lr * weight_decay`` (decoupled decay on ``y``), ``g' = g * s``,
+    bias-corrected Adam moments of ``g'``, ``y -= lr * m_hat / (sqrt(v_hat) + adam_eps)``, ``x = sign(y)|y|^K``.
+    The scale ``s`` is computed from ``y`` before the decay (where the gradient was evaluated); the note lists the
+    decay first and does not say which ``y`` enters ``s`` (the difference is of order ``lr * weight_decay``).
+
+    Args:
+        params: parameters or parameter groups.
+        lr: learning rate, non-negative.
+        K: power of the reparameterisation, ``> 1``.
+        M: exponent of the adaptive step, ``0 <= M <= K - 1``.
+        eps: ``epsilon`` of the adaptive step (not Adam's epsilon), ``>= 0``.
+        weight_decay: decoupled decay on ``y``.
+        betas: Adam's ``(beta1, beta2)``, each in ``[0, 1)``.
+        adam_eps: Adam's denominator epsilon, ``> 0``.
+        reparameterize: ``False`` turns the group into plain AdamW on ``x``.
+
+    Example:
+        >>> w = torch.nn.Parameter(torch.tensor([0.5, 0.0]))
+        >>> opt = ReWAAdamW([w], lr=0.1, K=3, M=1, weight_decay=0.0)
+        >>> w.sum().backward()
+        >>> opt.step()
+        >>> w.data  # first Adam step moves y by lr * sign(g'); g' = 0 at the zero
+        tensor([0.3338, 0.0000])
+    """
+
+    _moment_keys = ("exp_avg", "exp_avg_sq")
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        K: float = 9.0,
+        M: float = 2.0,
+        eps: float = 0.0,
+        weight_decay: float = 1e-2,
+        betas: Sequence[float] = (0.9, 0.999),
+        adam_eps: float = 1e-8,
+        reparameterize: bool = True,
+    ) -> None:
+        defaults = {
+            "lr": lr,
+            "K": K,
+            "M": M,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "betas": tuple(betas),
+            "adam_eps": adam_eps,
+            "reparameterize": reparameterize,
+        }
+        super().__init__(params, defaults)
+
+    def _check_extra(self, group: dict[str, Any]) -> None:
+        betas = group["betas"]
+        if len(betas) != 2:
+            raise ValueError(f"betas must have two entries, got {betas!r}")
+        for i, beta in enumerate(betas):
+            b = _check_number(f"betas[{i}]", beta)
+            if not 0 <= b < 1:
+                raise ValueError(f"betas[{i}] must lie in [0, 1), got {b}")
+        if _check_number("adam_eps", group["adam_eps"]) <= 0:
+            raise ValueError(f"adam_eps must be positive, got {group['adam_eps']}")
+
+    @torch.no_grad()
+    def step(self, closure: Closure | None = None) -> Any:  # type: ignore[override]
+        """One update; ``closure`` is called first (with gradients enabled) if given.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = self._evaluate_closure(closure)
+        for group in self.param_groups:
+            lr, wd = group["lr"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise TypeError("ReWAAdamW does not support sparse gradients")
+                state = self.state[p]
+                if group["reparameterize"]:
+                    z = self._latent(p, group)
+                    g = p.grad.to(z.dtype) * _adaptive_scale(z, group["K"], group["M"], group["eps"])
+                else:
+                    z = p.detach().to(latent_dtype(p.dtype))
+                    g = p.grad.to(z.dtype)
+                if "exp_avg" not in state:
+                    state["exp_avg"] = torch.zeros_like(z)
+                    state["exp_avg_sq"] = torch.zeros_like(z)
+                    state["step"] = torch.tensor(0.0)
+                state["step"] += 1
+                t = float(state["step"])
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m.lerp_(g, 1 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                z.mul_(1 - lr * wd)
+                denom = (v / (1 - beta2**t)).sqrt_().add_(group["adam_eps"])
+                z.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
+                if group["reparameterize"]:
+                    p.copy_(signed_power(z, group["K"]).to(p.dtype))
+                    self._record_version(p, state)
+                else:
+                    p.copy_(z.to(p.dtype))
+        return loss
+
+
+_NORM_TYPES: tuple[type[nn.Module], ...] = (
+    nn.modules.batchnorm._BatchNorm,
+    nn.GroupNorm,
+    nn.LayerNorm,
+    nn.modules.instancenorm._InstanceNorm,
+)
+
+
+def rewa_param_groups(
+    module: nn.Module,
+    exclude_norm: bool = True,
+    exclude_bias: bool = True,
+    excluded_weight_decay: float = 0.0,
+) -> list[dict[str, Any]]:
+    """Split ``module``'s parameters into a reparameterised group and a plain one (norms, biases).
+
+    The paper's code reparameterises every tensor (BN included); excluding norms and biases is the
+    common alternative, offered here as the default of this helper only (the optimizers themselves
+    reparameterise whatever they are given).
+
+    Args:
+        module: the model.
+        exclude_norm: put normalisation-layer parameters in the plain group.
+        exclude_bias: put parameters named ``*bias`` in the plain group.
+        excluded_weight_decay: weight decay of the plain group.
+
+    Returns:
+        Parameter groups for :class:`ReWASGD` / :class:`ReWAAdamW` (empty groups are dropped).
+
+    Example:
+        >>> net = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+        >>> [len(g["params"]) for g in rewa_param_groups(net)]
+        [1, 3]
+    """
+    if excluded_weight_decay < 0:
+        raise ValueError(f"excluded_weight_decay must be non-negative, got {excluded_weight_decay}")
+    norm_params: set[int] = set()
+    if exclude_norm:
+        for sub in module.modules():
+            if isinstance(sub, _NORM_TYPES):
+                norm_params.update(id(p) for p in sub.parameters(recurse=False))
+    sparse, plain = [], []
+    for name, p in module.named_parameters():
+        if id(p) in norm_params or (exclude_bias and name.endswith("bias")):
+            plain.append(p)
+        else:
+            sparse.append(p)
+    groups: list[dict[str, Any]] = []
+    if sparse:
+        groups.append({"params": sparse})
+    if plain:
+        groups.append({"params": plain, "reparameterize": False, "weight_decay": excluded_weight_decay})
+    return groups

@@ -1,0 +1,581 @@
+"""Context parallelism (UPipe, Ulysses, ring attention) as a Lightning ``Strategy`` for unchanged training scripts.
+
+``Trainer(strategy="upipe", devices=N, num_nodes=M)`` or ``Trainer(strategy=UPipeStrategy(...))``:
+
+* the ranks form a ``("data_parallel", "context_parallel")`` device mesh (context-parallel ranks are
+  consecutive global ranks, so a context-parallel group stays inside a node when it fits); the distributed
+  sampler is built on the ``"data_parallel"`` axis only, so every context-parallel rank of a data-parallel
+  group receives the same sample;
+* ``batch_to_device`` cuts the sequence tensors of each batch (``shard_keys`` along ``seq_dim``) into this
+  rank's shard, with the layout the attention backend expects (``"contiguous"`` for UPipe / Ulysses,
+  ``"headtail"`` zigzag for ring), and adds the global ``position_ids`` of the local tokens;
+* at ``setup`` the model's attention is routed through the chosen context-parallel function without
+  editing the model: every :class:`lightning_icml26.ops.attention.UPipeAttention` gets the group, and every
+  transformers model is switched to a context-parallel function registered in transformers'
+  ``AttentionInterface`` (:mod:`lightning_icml26.strategies.hf_attention`);
+* the loss returned by ``training_step`` (a mean over this rank's scored tokens) is re-weighted by its
+  token count so that the gradient is that of the mean over all scored tokens of the global batch, and the
+  gradients are averaged over the whole data x context mesh before the optimizer step (and before
+  gradient clipping);
+* checkpoints hold the full (replicated) weights and optimizer state, written once by global rank zero.
+
+Deviations from the method note (``../shared/methods/07-upipe.md``), on purpose:
+
+* the note's ``ContextParallelStrategy`` keeps ModelParallel's FSDP2 / DTensor path; here parameters are
+  replicated (data-parallel style) and gradients are reduced with one flat all-reduce, because the
+  attention layers own no sharded weights and this works unchanged on gloo/CPU. Lightning's
+  ``configure_model`` hook is still called and sees ``self.device_mesh``, but it is not required;
+* no tensor-parallel axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+import torch
+import torch.distributed as dist
+from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
+from lightning.fabric.utilities.init import _materialize_distributed_module
+from lightning.fabric.utilities.optimizer import _optimizers_to_device
+from lightning.fabric.utilities.types import _PATH
+from lightning.pytorch.strategies import ModelParallelStrategy, Strategy
+from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
+from lightning.pytorch.trainer.states import TrainerFn
+from torch import Tensor, nn
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_icml26.strategies import hf_attention
+
+if TYPE_CHECKING:
+    import lightning.pytorch as pl
+
+__all__ = ["ATTENTION_CHOICES", "UPipeStrategy", "route_attention"]
+
+ATTENTION_CHOICES: tuple[str, ...] = ("upipe", "ulysses", "ring", "dense")
+_DEFAULT_LAYOUT = {"upipe": "contiguous", "ulysses": "contiguous", "ring": "headtail", "dense": "contiguous"}
+_START_METHODS = ("popen", "spawn", "fork", "forkserver")
+
+
+class UPipeStrategy(ModelParallelStrategy):
+    """Data x context parallel training with UPipe (or Ulysses / ring) attention in any Lightning ``Trainer``.
+
+    .. warning:: Experimental. Batches must hold sequence tensors of a length divisible by the
+        context-parallel size (twice that for the ``"headtail"`` layout); labels must already be shifted
+        (``labels[t]`` is the target of ``input_ids[t]``), since a model that shifts inside its loss would lose
+        the target at every shard border. Attention masks other than causal (padding, packing) are not
+        supported: the strategy refuses an ``attention_mask`` key among ``shard_keys``.
+
+    Args:
+        context_parallel_size: ranks that share one sequence; ``"auto"``: world size / data-parallel size.
+        data_parallel_size: number of model replicas seeing different samples; ``"auto"``: world size /
+            context-parallel size (1 when both are ``"auto"``).
+        attention: ``"upipe"`` (head-chunked Ulysses), ``"ulysses"``, ``"ring"`` or ``"dense"`` (all-gather;
+            a reference, not memory-efficient).
+        stage_heads: UPipe heads per stage (a multiple of the context-parallel size dividing the head count);
+            ``None``: the context-parallel size, as in the paper's code.
+        layout: sequence layout of the shards; ``None``: ``"contiguous"`` for UPipe / Ulysses / dense and
+            ``"headtail"`` (zigzag, load-balanced) for ring.
+        shard_keys: batch entries cut along ``seq_dim`` (mapping keys, or integer positions for tuple batches).
+        seq_dim: the sequence dimension of those tensors.
+        label_key: batch entry holding the labels, used to count the scored tokens; ``None``: every rank's loss
+            weighs the same.
+        ignore_index: label value that is not scored.
+        add_position_ids: add ``position_ids`` (global positions of the local tokens) to mapping batches that
+            lack it, so rotary embeddings see the right positions.
+        start_method: how processes are launched when no cluster launcher created them: ``"popen"``
+            (re-run the script, Lightning's default) or ``"spawn"`` / ``"fork"`` / ``"forkserver"``.
+        process_group_backend: ``"gloo"`` (CPU) or ``"nccl"`` (CUDA); ``None``: chosen from the device.
+        timeout: process-group timeout: a rank left alone in a collective fails after it.
+
+    Raises:
+        ValueError: for an argument out of range (named in the message); at ``Trainer`` construction for a
+            world size not divisible by the mesh or a backend that does not fit the accelerator; at setup
+            for head counts the attention cannot split or a model with no attention to route.
+
+    Example:
+        >>> strategy = UPipeStrategy(context_parallel_size=2, attention="ulysses")
+        >>> strategy.attention, strategy.layout
+        ('ulysses', 'contiguous')
+        >>> UPipeStrategy(attention="flash")
+        Traceback (most recent call last):
+        ...
+        ValueError: attention='flash' is not supported; choose one of ('upipe', 'ulysses', 'ring', 'dense')
+    """
+
+    def __init__(
+        self,
+        context_parallel_size: int | Literal["auto"] = "auto",
+        data_parallel_size: int | Literal["auto"] = "auto",
+        attention: str = "upipe",
+        stage_heads: int | None = None,
+        layout: str | None = None,
+        shard_keys: Sequence[str | int] = ("input_ids", "labels", "position_ids"),
+        seq_dim: int = 1,
+        label_key: str | int | None = "labels",
+        ignore_index: int = -100,
+        add_position_ids: bool = True,
+        start_method: str = "popen",
+        process_group_backend: str | None = None,
+        timeout: timedelta | None = default_pg_timeout,
+    ) -> None:
+        super().__init__(
+            data_parallel_size=1,
+            tensor_parallel_size=1,
+            save_distributed_checkpoint=False,
+            process_group_backend=process_group_backend,
+            timeout=timeout,
+        )
+        if attention not in ATTENTION_CHOICES:
+            raise ValueError(f"attention={attention!r} is not supported; choose one of {ATTENTION_CHOICES}")
+        for name, size in (
+            ("context_parallel_size", context_parallel_size),
+            ("data_parallel_size", data_parallel_size),
+        ):
+            if size != "auto" and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+                raise ValueError(f"{name} must be 'auto' or a positive int, got {size!r}")
+        if stage_heads is not None and (not isinstance(stage_heads, int) or stage_heads < 1):
+            raise ValueError(f"stage_heads must be None or a positive int, got {stage_heads!r}")
+        if stage_heads is not None and attention != "upipe":
+            raise ValueError(f"stage_heads={stage_heads} only applies to attention='upipe', got {attention!r}")
+        layout = layout if layout is not None else _DEFAULT_LAYOUT[attention]
+        if layout not in ("contiguous", "headtail"):
+            raise ValueError(f"layout={layout!r} is not supported; choose 'contiguous' or 'headtail'")
+        if isinstance(shard_keys, str | int) or not shard_keys:
+            raise ValueError(f"shard_keys must be a non-empty sequence of keys, got {shard_keys!r}")
+        if "attention_mask" in shard_keys:
+            raise ValueError("shard_keys must not hold 'attention_mask': only causal attention is supported")
+        if start_method not in _START_METHODS:
+            raise ValueError(f"start_method={start_method!r} is not supported; choose one of {_START_METHODS}")
+        if process_group_backend not in (None, "gloo", "nccl"):
+            raise ValueError(f"process_group_backend must be None, 'gloo' or 'nccl', got {process_group_backend!r}")
+        self._cp_size_arg = context_parallel_size
+        self._dp_size_arg = data_parallel_size
+        self.attention = attention
+        self.stage_heads = stage_heads
+        self.layout = layout
+        self.shard_keys = tuple(shard_keys)
+        self.seq_dim = seq_dim
+        self.label_key = label_key
+        self.ignore_index = ignore_index
+        self.add_position_ids = add_position_ids
+        self.start_method = start_method
+        self._cp_group: Any = None
+        self._cp_rank = 0
+        self._cp_size = 1
+        self._loss_scale: float | None = None
+
+    # ------------------------------------------------------------------ mesh and processes
+    def mesh_sizes(self, world_size: int) -> tuple[int, int]:
+        """``(data_parallel_size, context_parallel_size)`` for ``world_size`` ranks.
+
+        Raises:
+            ValueError: if the sizes do not multiply to ``world_size``.
+
+        Example:
+            >>> UPipeStrategy().mesh_sizes(4), UPipeStrategy(context_parallel_size=2).mesh_sizes(4)
+            ((1, 4), (2, 2))
+        """
+        cp, dp = self._cp_size_arg, self._dp_size_arg
+        if cp == "auto" and dp == "auto":
+            dp = 1
+        if cp == "auto":
+            assert isinstance(dp, int)
+            if world_size % dp != 0:
+                raise ValueError(f"data_parallel_size={dp} does not divide the world size {world_size}")
+            cp = world_size // dp
+        if dp == "auto":
+            if world_size % cp != 0:
+                raise ValueError(
+                    f"context_parallel_size={cp} does not divide the world size {world_size}"
+                    " (devices x num_nodes); choose a divisor of it"
+                )
+            dp = world_size // cp
+        if dp * cp != world_size:
+            raise ValueError(
+                f"data_parallel_size={dp} x context_parallel_size={cp} = {dp * cp} must equal the world size"
+                f" {world_size} (devices x num_nodes)"
+            )
+        return dp, cp
+
+    @property
+    def context_parallel_size(self) -> int:
+        """Ranks per context-parallel group (1 before the processes are set up)."""
+        return self._cp_size
+
+    @property
+    def context_parallel_rank(self) -> int:
+        """This rank's index in its context-parallel group."""
+        return self._cp_rank
+
+    @property
+    def context_parallel_group(self) -> Any:
+        """The context-parallel ``ProcessGroup`` (``None`` before setup or when the size is 1)."""
+        return self._cp_group
+
+    @property
+    def loss_scale(self) -> float | None:
+        """Factor applied to the last training loss: local scored tokens x world size / global scored tokens.
+
+        With manual optimization multiply your loss by it before ``manual_backward``.
+        """
+        return self._loss_scale
+
+    @property
+    def is_distributed(self) -> bool:
+        """Always ``True``: the Trainer must inject the data-parallel sampler."""
+        return True
+
+    @override
+    def _configure_launcher(self) -> None:
+        assert self.cluster_environment is not None
+        world_size = self.num_nodes * self.num_processes
+        self.mesh_sizes(world_size)  # fail at Trainer construction, before any process starts
+        self._check_backend()
+        if self.cluster_environment.creates_processes_externally:
+            return
+        if self.start_method == "popen":
+            self._launcher = _SubprocessScriptLauncher(self.cluster_environment, self.num_processes, self.num_nodes)
+        else:
+            if self.num_nodes > 1:
+                raise ValueError(
+                    f"start_method={self.start_method!r} launches processes on one machine only, got"
+                    f" num_nodes={self.num_nodes}; launch multi-node runs with torchrun or srun"
+                )
+            self._launcher = _MultiProcessingLauncher(self, start_method=self.start_method)  # type: ignore[arg-type]
+
+    def _check_backend(self) -> None:
+        device_type = self.parallel_devices[0].type if self.parallel_devices else "cpu"
+        backend = self._process_group_backend
+        if backend == "nccl" and device_type != "cuda":
+            raise ValueError(
+                f"process_group_backend='nccl' needs CUDA devices, but the accelerator gives {device_type!r}"
+                " devices; use process_group_backend='gloo' or accelerator='gpu'"
+            )
+
+    @override
+    def setup_environment(self) -> None:
+        self._setup_distributed()
+        dp, cp = self.mesh_sizes(self.world_size)
+        from torch.distributed.device_mesh import init_device_mesh
+
+        self._device_mesh = init_device_mesh(
+            self.root_device.type, (dp, cp), mesh_dim_names=("data_parallel", "context_parallel")
+        )
+        assert self.lightning_module is not None
+        self.lightning_module._device_mesh = self._device_mesh
+        self._cp_size = cp
+        self._cp_rank = self._device_mesh.get_local_rank("context_parallel")
+        self._cp_group = self._device_mesh.get_group("context_parallel") if cp > 1 else None
+
+    # ------------------------------------------------------------------ model
+    @override
+    def setup(self, trainer: pl.Trainer) -> None:
+        assert self.model is not None
+        assert self.accelerator is not None
+        self.accelerator.setup(trainer)
+        route_attention(
+            self.model,
+            self._cp_group,
+            self._cp_size,
+            attention=self.attention,
+            stage_heads=self.stage_heads,
+            layout=self.layout,
+        )
+        _materialize_distributed_module(self.model, self.root_device)
+        self.model = self.precision_plugin.convert_module(self.model)
+        self.model_to_device()
+        self._broadcast_module_state(self.model)
+        self.barrier()
+        if trainer.state.fn == TrainerFn.FITTING:
+            self.setup_optimizers(trainer)
+        self.setup_precision_plugin()
+        if trainer.state.fn == TrainerFn.FITTING:
+            _optimizers_to_device(self.optimizers, self.root_device)
+
+    def _broadcast_module_state(self, module: nn.Module) -> None:
+        """Copy parameters and buffers of global rank zero to every rank (a flat broadcast per dtype)."""
+        if not dist.is_available() or not dist.is_initialized() or dist.get_world_size() == 1:
+            return
+        tensors = [t for t in [*module.parameters(), *module.buffers()] if t.numel() > 0]
+        for group in _by_dtype(tensors):
+            flat = torch.cat([t.detach().reshape(-1) for t in group])
+            dist.broadcast(flat, src=0)
+            with torch.no_grad():
+                offset = 0
+                for t in group:
+                    t.copy_(flat[offset : offset + t.numel()].view_as(t))
+                    offset += t.numel()
+
+    def reduce_gradients(self) -> None:
+        """Average the gradients over the whole data x context mesh (one all-reduce per dtype)."""
+        if not dist.is_initialized() or dist.get_world_size() == 1:
+            return
+        assert self.model is not None
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        world = dist.get_world_size()
+        for group in _by_dtype(grads):
+            flat = torch.cat([g.reshape(-1) for g in group])
+            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+            flat.div_(world)
+            offset = 0
+            for g in group:
+                g.copy_(flat[offset : offset + g.numel()].view_as(g))
+                offset += g.numel()
+
+    # ------------------------------------------------------------------ data and loss
+    @override
+    def batch_to_device(self, batch: Any, device: torch.device | None = None, dataloader_idx: int = 0) -> Any:
+        batch = super().batch_to_device(batch, device, dataloader_idx)
+        batch = self.shard_batch(batch)
+        self._loss_scale = self._token_scale(batch)
+        return batch
+
+    def shard_batch(self, batch: Any) -> Any:
+        """This rank's shard of a full-sequence batch (the ``shard_keys`` entries along ``seq_dim``).
+
+        Raises:
+            ValueError: if no entry of ``shard_keys`` is a tensor in the batch, or a sequence length does not
+                split over the context-parallel ranks.
+        """
+        from lightning_icml26.distributed import sequence_shard_indices
+
+        keys: list[Any]
+        if isinstance(batch, Mapping):
+            items = dict(batch)
+            keys = [k for k in self.shard_keys if isinstance(k, str) and isinstance(items.get(k), Tensor)]
+        elif isinstance(batch, list | tuple):
+            items = dict(enumerate(batch))
+            keys = [k for k in self.shard_keys if isinstance(k, int) and isinstance(items.get(k), Tensor)]
+        else:
+            raise TypeError(f"batch must be a mapping, list or tuple of tensors, got {type(batch).__name__}")
+        if not keys:
+            raise ValueError(
+                f"the batch holds none of shard_keys={self.shard_keys} as a tensor"
+                f" (batch keys: {sorted(map(str, items))}); set shard_keys to the sequence entries of your batch"
+            )
+        seq_len = int(items[keys[0]].shape[self.seq_dim])
+        if seq_len % (self._cp_size * (2 if self.layout == "headtail" else 1)) != 0:
+            parts = self._cp_size * (2 if self.layout == "headtail" else 1)
+            raise ValueError(
+                f"the sequence length {seq_len} of batch entry {keys[0]!r} is not divisible by {parts}"
+                f" (context_parallel_size={self._cp_size}, layout={self.layout!r}); pad or crop the sequences"
+            )
+        device = items[keys[0]].device
+        index = sequence_shard_indices(seq_len, self._cp_rank, self._cp_size, self.layout, device=device)
+        if isinstance(batch, Mapping) and self.add_position_ids and "position_ids" not in items:
+            template = items[keys[0]]
+            positions = torch.arange(seq_len, device=device).expand(template.shape[0], seq_len)
+            items["position_ids"] = positions
+            keys.append("position_ids")
+        for key in keys:
+            tensor = items[key]
+            if tensor.shape[self.seq_dim] != seq_len:
+                raise ValueError(
+                    f"batch entry {key!r} has length {tensor.shape[self.seq_dim]} along seq_dim={self.seq_dim},"
+                    f" but {keys[0]!r} has {seq_len}"
+                )
+            items[key] = tensor.index_select(self.seq_dim, index) if self._cp_size > 1 else tensor
+        if isinstance(batch, Mapping):
+            return type(batch)(items) if type(batch) is not dict else items  # type: ignore[call-arg]
+        return type(batch)(items[i] for i in range(len(items)))
+
+    def _token_scale(self, batch: Any) -> float | None:
+        if self.label_key is None or not dist.is_initialized() or dist.get_world_size() == 1:
+            return None
+        labels = _lookup(batch, self.label_key)
+        if not isinstance(labels, Tensor):
+            return None
+        counts = torch.tensor([float((labels != self.ignore_index).sum())], dtype=torch.float64, device=labels.device)
+        local = float(counts)
+        dist.all_reduce(counts, op=dist.ReduceOp.SUM)
+        total = float(counts)
+        if total == 0:
+            return None
+        return local * dist.get_world_size() / total
+
+    @override
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        output = super().training_step(*args, **kwargs)
+        scale = self._loss_scale
+        if scale is None or scale == 1.0:
+            return output
+        if isinstance(output, Tensor):
+            return output * scale
+        if isinstance(output, Mapping) and isinstance(output.get("loss"), Tensor):
+            return {**output, "loss": output["loss"] * scale}
+        return output
+
+    @override
+    def optimizer_step(self, optimizer: Optimizer, closure: Callable[[], Any], model: Any = None, **kwargs: Any) -> Any:
+        def closure_then_reduce() -> Any:
+            result = closure()
+            self.reduce_gradients()
+            return result
+
+        return super().optimizer_step(optimizer, closure_then_reduce, model, **kwargs)
+
+    # ------------------------------------------------------------------ checkpoints: full, replicated, rank 0
+    @property
+    @override
+    def restore_checkpoint_after_setup(self) -> bool:
+        return False
+
+    @property
+    @override
+    def lightning_restore_optimizer(self) -> bool:
+        return True
+
+    @override
+    def lightning_module_state_dict(self) -> dict[str, Any]:
+        return Strategy.lightning_module_state_dict(self)
+
+    @override
+    def load_model_state_dict(self, checkpoint: Mapping[str, Any], strict: bool = True) -> None:
+        Strategy.load_model_state_dict(self, checkpoint, strict=strict)
+
+    @override
+    def optimizer_state(self, optimizer: Optimizer) -> dict[str, Any]:
+        return Strategy.optimizer_state(self, optimizer)
+
+    @override
+    def load_optimizer_state_dict(self, checkpoint: Mapping[str, Any]) -> None:
+        Strategy.load_optimizer_state_dict(self, checkpoint)
+
+    @override
+    def save_checkpoint(self, checkpoint: dict[str, Any], filepath: _PATH, storage_options: Any | None = None) -> None:
+        Strategy.save_checkpoint(self, checkpoint, filepath, storage_options)
+
+    @override
+    def load_checkpoint(self, checkpoint_path: _PATH, weights_only: bool | None = None) -> dict[str, Any]:
+        return Strategy.load_checkpoint(self, checkpoint_path, weights_only)
+
+    @classmethod
+    def register_strategies(cls, strategy_registry: Any = None) -> None:
+        """Register ``"upipe"``, ``"ulysses"`` and ``"ring_attention"`` (idempotent).
+
+        Example:
+            >>> from lightning.pytorch.strategies import StrategyRegistry
+            >>> UPipeStrategy.register_strategies()
+            >>> "upipe" in StrategyRegistry
+            True
+        """
+        from lightning.pytorch.strategies import StrategyRegistry
+
+        registry = StrategyRegistry if strategy_registry is None else strategy_registry
+        for name, attention, description in (
+            ("upipe", "upipe", "context parallelism with UPipe head-chunked attention"),
+            ("ulysses", "ulysses", "context parallelism with Ulysses all-to-all attention"),
+            ("ring_attention", "ring", "context parallelism with ring attention"),
+        ):
+            if name not in registry:
+                registry.register(name, cls, description=description, attention=attention)
+
+
+def route_attention(
+    model: nn.Module,
+    cp: Any,
+    cp_size: int,
+    attention: str = "upipe",
+    stage_heads: int | None = None,
+    layout: str = "contiguous",
+) -> int:
+    """Route every attention layer of ``model`` through a context-parallel function; return how many.
+
+    Handles :class:`lightning_icml26.ops.attention.UPipeAttention` modules (``set_context_parallel``) and
+    transformers models (switched to the project's ``AttentionInterface`` function, see
+    :func:`lightning_icml26.strategies.hf_attention.route_hf_model`). Head counts are checked here, on every
+    rank, before any collective runs.
+
+    Args:
+        model: any module (a LightningModule, a network, a transformers model).
+        cp: the context-parallel ``ProcessGroup`` (``None`` for a single process).
+        cp_size: its size.
+        attention: one of :data:`ATTENTION_CHOICES`.
+        stage_heads: UPipe heads per stage (``None``: ``cp_size``).
+        layout: sequence layout of the shards.
+
+    Returns:
+        The number of attention layers routed.
+
+    Raises:
+        ValueError: if the model has no attention layer that can be routed, or head counts do not split.
+
+    Example:
+        >>> route_attention(nn.Linear(2, 2), None, 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: found no attention layer to route in Linear: ...
+    """
+    from lightning_icml26.ops.attention import UPipeAttention
+
+    routed = 0
+    for name, module in model.named_modules():
+        if isinstance(module, UPipeAttention):
+            check_heads(module.num_heads, module.num_kv_heads, cp_size, attention, stage_heads, where=name or "model")
+            module.set_context_parallel(cp, backend=attention, stage_heads=stage_heads, layout=layout)
+            routed += 1
+    routed += hf_attention.route_hf_model(model, cp, cp_size, attention, stage_heads, layout)
+    if routed == 0:
+        raise ValueError(
+            f"found no attention layer to route in {type(model).__name__}: the strategy routes"
+            " lightning_icml26.ops.attention.UPipeAttention modules and transformers models (Llama, Qwen, ... with"
+            " an AttentionInterface); use one of them in the LightningModule"
+        )
+    return routed
+
+
+def check_heads(
+    num_heads: int, num_kv_heads: int, cp_size: int, attention: str, stage_heads: int | None, where: str = "model"
+) -> None:
+    """Raise ``ValueError`` if the head counts cannot be split over ``cp_size`` ranks by ``attention``.
+
+    Ulysses and UPipe scatter heads: ``num_heads`` must be divisible by ``cp_size``, and ``num_kv_heads``
+    divisible by it or dividing it (KV heads are then replicated). UPipe stages of ``stage_heads`` heads need
+    ``stage_heads`` to be a multiple of ``cp_size`` that divides ``num_heads``. Ring and dense attention split the
+    sequence only.
+
+    Example:
+        >>> check_heads(8, 2, 4, "ulysses", None)
+        >>> check_heads(6, 6, 4, "upipe", None, where="layers.0")
+        Traceback (most recent call last):
+        ...
+        ValueError: layers.0: num_attention_heads=6 is not divisible by context_parallel_size=4 ...
+    """
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(f"{where}: num_attention_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}")
+    if attention not in ("ulysses", "upipe") or cp_size == 1:
+        return
+    if num_heads % cp_size != 0:
+        raise ValueError(
+            f"{where}: num_attention_heads={num_heads} is not divisible by context_parallel_size={cp_size}"
+            f" ({attention!r} attention scatters heads over the context-parallel ranks); choose a divisor of"
+            " the head count or attention='ring'"
+        )
+    if num_kv_heads % cp_size != 0 and cp_size % num_kv_heads != 0:
+        raise ValueError(
+            f"{where}: num_key_value_heads={num_kv_heads} and context_parallel_size={cp_size} must divide one"
+            " another (KV heads are scattered or replicated); use attention='ring' otherwise"
+        )
+    if attention == "upipe" and stage_heads is not None and (stage_heads % cp_size != 0 or num_heads % stage_heads):
+        raise ValueError(
+            f"{where}: stage_heads={stage_heads} must be a multiple of context_parallel_size={cp_size} that divides"
+            f" num_attention_heads={num_heads}"
+        )
+
+
+def _by_dtype(tensors: Sequence[Tensor]) -> list[list[Tensor]]:
+    groups: dict[tuple[torch.dtype, torch.device], list[Tensor]] = {}
+    for t in tensors:
+        groups.setdefault((t.dtype, t.device), []).append(t)
+    return list(groups.values())
+
+
+def _lookup(batch: Any, key: str | int) -> Any:
+    if isinstance(batch, Mapping):
+        return batch.get(key)
+    if isinstance(batch, list | tuple) and isinstance(key, int) and -len(batch) <= key < len(batch):
+        return batch[key]
+    return None

@@ -1,0 +1,64 @@
+"""Rollout consistency metrics count planted duplications, disappearances and transmutations exactly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lightning_icml26.data.gridworld import make_gridworld_rollouts
+from lightning_icml26.metrics import RolloutConsistency, TokenAccuracyByHorizon
+from lightning_icml26.metrics.functional import object_count_errors, rollout_consistency
+
+
+def test_planted_errors_are_counted_exactly() -> None:
+    target, _ = make_gridworld_rollouts(6, 5, num_objects=3, seed=1)
+    preds = target.clone()
+    gen = torch.Generator().manual_seed(0)
+    planted = torch.zeros(6, 5, 3, dtype=torch.long)  # dup, dis, trans per frame
+    for b in range(6):
+        for t in range(5):
+            frame = preds[b, t]
+            kind = int(torch.randint(0, 4, (1,), generator=gen))
+            objects = (frame >= 3).nonzero()
+            floor = (frame == 0).nonzero()
+            if kind == 0:  # duplicate an object onto a floor cell
+                r, c = objects[0]
+                f = floor[0]
+                frame[f[0], f[1]] = frame[r, c]
+                planted[b, t, 0] = 1
+            elif kind == 1:  # remove an object
+                r, c = objects[0]
+                frame[r, c] = 0
+                planted[b, t, 1] = 1
+            elif kind == 2:  # change an object's kind (3..5) into another kind
+                r, c = objects[0]
+                frame[r, c] = 3 + (int(frame[r, c]) - 3 + 1) % 3
+                planted[b, t, 2] = 1
+    errors = object_count_errors(preds, target, 6, [2, 3, 4, 5])
+    assert torch.equal(errors["duplications"], planted[..., 0])
+    assert torch.equal(errors["disappearances"], planted[..., 1])
+    assert torch.equal(errors["transmutations"], planted[..., 2])
+    assert torch.all(errors["objects"] == 4)
+    out = rollout_consistency(preds, target, 6, [2, 3, 4, 5])
+    torch.testing.assert_close(out["duplication_rate"], planted[..., 0].sum(0).float() / 24)
+    torch.testing.assert_close(out["disappearance_rate"], planted[..., 1].sum(0).float() / 24)
+    metric = RolloutConsistency(6, [2, 3, 4, 5], max_horizon=5)
+    metric.update(preds[:3], target[:3])
+    metric.update(preds[3:], target[3:])
+    for key, value in metric.compute().items():
+        torch.testing.assert_close(value, out[key])
+    acc = TokenAccuracyByHorizon(5)
+    acc.update(preds, target)
+    dense = (preds == target).float().mean(dim=(0, 2, 3))
+    torch.testing.assert_close(acc.compute(), dense)
+    torch.testing.assert_close(out["token_accuracy"], dense)
+
+
+def test_metric_errors() -> None:
+    with pytest.raises(ValueError, match="object_tokens"):
+        RolloutConsistency(4, [5], max_horizon=2)
+    metric = RolloutConsistency(4, [2], max_horizon=1)
+    with pytest.raises(ValueError, match="max_horizon"):
+        metric.update(torch.zeros(1, 2, 3, dtype=torch.long), torch.zeros(1, 2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="integer"):
+        metric.update(torch.zeros(1, 1, 3), torch.zeros(1, 1, 3))

@@ -1,0 +1,123 @@
+"""Tests of soft_rank / soft_sort against scipy references, the permutahedron projection and finite differences."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import isotonic_regression
+from scipy.stats import rankdata
+
+from lightning_icml26.ops import isotonic_regression_decreasing, soft_rank, soft_sort
+
+
+def _distinct(shape: tuple[int, ...], seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    n = shape[-1]
+    base = torch.randperm(n * 10, generator=gen)[:n].to(dtype) / 10  # gaps of at least 0.1
+    rows = [base[torch.randperm(n, generator=gen)] for _ in range(int(np.prod(shape[:-1])))]
+    return (torch.stack(rows) + 0.01 * torch.rand(len(rows), n, generator=gen, dtype=dtype)).reshape(shape)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40])
+def test_isotonic_matches_scipy(n: int) -> None:
+    y = torch.randn(6, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    y[0] = torch.arange(n, dtype=torch.float64)  # all one pool
+    y[1] = -torch.arange(n, dtype=torch.float64)  # already decreasing: n pools
+    ours = isotonic_regression_decreasing(y)
+    ref = np.stack([isotonic_regression(row.numpy().copy(), increasing=False).x for row in y])
+    np.testing.assert_allclose(ours.numpy(), ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("direction", ["ascending", "descending"])
+def test_soft_rank_tends_to_hard_ranks(direction: str) -> None:
+    x = _distinct((4, 3, 9), seed=0)
+    hard = rankdata(x.numpy() if direction == "ascending" else -x.numpy(), axis=-1)
+    for eps in (1e-2, 1e-4):
+        np.testing.assert_allclose(soft_rank(x, eps, direction).numpy(), hard, atol=1e-10)
+    # A large strength is visibly soft: not the hard ranks any more, and closer to the mean rank.
+    soft = soft_rank(x, 100.0, direction).numpy()
+    assert np.abs(soft - hard).max() > 1.0
+    np.testing.assert_allclose(soft.sum(-1), hard.sum(-1))
+    assert np.abs(soft - 5.0).max() < np.abs(hard - 5.0).max()
+
+
+@pytest.mark.parametrize("direction", ["ascending", "descending"])
+def test_soft_sort_tends_to_sort(direction: str) -> None:
+    x = _distinct((5, 8), seed=1)
+    ref = np.sort(x.numpy(), axis=-1)
+    if direction == "descending":
+        ref = ref[:, ::-1]
+    np.testing.assert_allclose(soft_sort(x, 1e-4, direction).numpy(), ref, atol=1e-10)
+    np.testing.assert_allclose(
+        soft_sort(x, 1e4, direction).numpy(), np.repeat(ref.mean(-1, keepdims=True), 8, -1), atol=8e-4
+    )
+
+
+def _permutahedron_vertices(w: np.ndarray) -> np.ndarray:
+    return np.array(list(itertools.permutations(w)))
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 3.0])
+def test_soft_rank_is_the_projection_onto_the_permutahedron(eps: float) -> None:
+    # Independent check of optimality: P is in perm(rho) and <z - P, mu - P> <= 0 for every vertex mu, which
+    # (by convexity) is the variational inequality that characterises the Euclidean projection.
+    n = 5
+    rho = np.arange(n, 0, -1, dtype=np.float64)
+    vertices = _permutahedron_vertices(rho)
+    x = torch.randn(20, n, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 2
+    ranks = soft_rank(x, eps).numpy()
+    z = x.numpy() / eps
+    for p, zz in zip(ranks, z, strict=False):
+        srt = np.sort(p)[::-1]
+        assert np.isclose(srt.sum(), rho.sum())
+        assert np.all(np.cumsum(srt) <= np.cumsum(rho) + 1e-9)  # majorised by rho: inside the permutahedron
+        assert np.max((vertices - p) @ (zz - p)) <= 1e-9
+    sorted_soft = soft_sort(x, eps).numpy()
+    for s, row in zip(sorted_soft, x.numpy(), strict=False):
+        verts = _permutahedron_vertices(row)
+        target = rho / eps
+        desc = s[::-1]  # ascending output: reverse to compare with the descending construction
+        assert np.max((verts - desc) @ (target - desc)) <= 1e-9
+
+
+@pytest.mark.parametrize("direction", ["ascending", "descending"])
+def test_gradcheck(direction: str) -> None:
+    x = _distinct((3, 6), seed=2).requires_grad_(True)
+    for eps in (0.05, 0.5, 5.0):  # different pool structures
+        assert torch.autograd.gradcheck(lambda t, e=eps: soft_rank(t, e, direction), (x,))
+        assert torch.autograd.gradcheck(lambda t, e=eps: soft_sort(t, e, direction), (x,))
+    y = torch.randn(4, 7, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(isotonic_regression_decreasing, (y,))
+    assert torch.autograd.gradgradcheck(lambda t: soft_rank(t, 0.5, direction), (x,))
+
+
+def test_jacobian_is_block_averaging() -> None:
+    # Closed form: for one pool of size m covering everything, d soft_rank / d x = (I - 11^T / n) / eps.
+    x = torch.tensor([0.1, 0.0, -0.1], dtype=torch.float64)
+    eps = 10.0
+    jac = torch.autograd.functional.jacobian(lambda t: soft_rank(t, eps), x)
+    expected = (torch.eye(3, dtype=torch.float64) - 1.0 / 3) / eps
+    torch.testing.assert_close(jac, expected)
+
+
+def test_batched_equals_rowwise_and_float32() -> None:
+    x = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(4))
+    batched = soft_rank(x, 0.7)
+    rows = torch.stack([soft_rank(row, 0.7) for row in x.reshape(-1, 5)]).reshape(2, 3, 5)
+    torch.testing.assert_close(batched, rows)
+    assert batched.dtype == torch.float32
+    torch.testing.assert_close(batched.double(), soft_rank(x.double(), 0.7), rtol=1e-5, atol=1e-5)
+
+
+def test_errors() -> None:
+    with pytest.raises(ValueError, match="regularization_strength"):
+        soft_rank(torch.zeros(3), 0.0)
+    with pytest.raises(ValueError, match="direction"):
+        soft_sort(torch.zeros(3), 1.0, direction="up")
+    with pytest.raises(TypeError, match="floating"):
+        soft_rank(torch.arange(3))
+    with pytest.raises(ValueError, match="at least one dimension"):
+        soft_rank(torch.tensor(1.0))

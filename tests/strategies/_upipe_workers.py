@@ -1,0 +1,198 @@
+"""Module-level workers for the UPipeStrategy tests (pickled into spawned gloo ranks)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.pytorch import Callback, Trainer
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from lightning_icml26.data.text import StdlibTextDataModule
+from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
+from lightning_icml26.strategies import UPipeStrategy
+
+SEQ_LEN = 32
+BATCH = 2
+TINY = {"vocab_size": 256, "hidden_size": 32, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2}
+LLAMA = {
+    "vocab_size": 256,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 64,
+    "tie_word_embeddings": False,
+}
+
+
+def build_net(kind: str, seed: int = 0) -> torch.nn.Module:
+    """The network of a test run, with weights drawn from ``seed``."""
+    if kind == "tiny_3_heads":
+        torch.manual_seed(seed)
+        return TinyCausalTransformer(vocab_size=256, hidden_size=24, num_layers=1, num_heads=3)
+    if kind == "mlp":
+        return torch.nn.Sequential(torch.nn.Embedding(256, 16), torch.nn.Linear(16, 256))
+    if kind == "tiny":
+        torch.manual_seed(seed)
+        return TinyCausalTransformer(**TINY)
+    if kind == "llama":
+        return build_hf_causal_lm("llama", attn_implementation="sdpa", seed=seed, **LLAMA)
+    raise ValueError(kind)
+
+
+def optimizer_factory(name: str) -> Any:
+    if name == "sgd":
+        return functools.partial(torch.optim.SGD, lr=0.5, momentum=0.9)
+    return functools.partial(torch.optim.AdamW, lr=3e-3, weight_decay=0.01)
+
+
+class MaskedLabels(Dataset):
+    """Marks the first ``prefix`` labels of every sample as ignored (-100): unequal scored tokens per shard."""
+
+    def __init__(self, base: Dataset, prefix: int) -> None:
+        self.base, self.prefix = base, prefix
+
+    def __len__(self) -> int:
+        return len(self.base)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        sample = dict(self.base[index])
+        labels = sample["labels"].clone()
+        labels[: self.prefix] = -100
+        sample["labels"] = labels
+        return sample
+
+
+class TestTextData(StdlibTextDataModule):
+    def __init__(self, seq_len: int, mask_prefix: int) -> None:
+        super().__init__(seq_len=seq_len, batch_size=BATCH, max_bytes=20_000, shuffle=False)
+        self.mask_prefix = mask_prefix
+
+    def setup(self, stage: str | None = None) -> None:
+        super().setup(stage)
+        if self.mask_prefix and not isinstance(self.train_set, MaskedLabels):
+            self.train_set = MaskedLabels(self.train_set, self.mask_prefix)  # type: ignore[assignment]
+
+
+def datamodule(seq_len: int = SEQ_LEN, mask_prefix: int = 0) -> StdlibTextDataModule:
+    return TestTextData(seq_len, mask_prefix)
+
+
+class LossRecorder(Callback):
+    """Records the (token-reweighted) training loss of every step on this rank."""
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        self.losses.append(float(outputs["loss"]))
+
+
+def fit(
+    kind: str,
+    attention: str,
+    steps: int,
+    world_size: int,
+    opt: str = "sgd",
+    ckpt_in: str | None = None,
+    ckpt_out: str | None = None,
+    epochs: int | None = None,
+    seq_len: int = SEQ_LEN,
+    extra_callbacks: list[Callback] | None = None,
+    mask_prefix: int = 0,
+    **strategy_kwargs: Any,
+) -> dict[str, Any]:
+    """One Trainer.fit under UPipeStrategy in an already launched process group; losses and final weights."""
+    module = CausalLMModule(build_net(kind), optimizer=optimizer_factory(opt))
+    recorder = LossRecorder()
+    trainer = Trainer(
+        accelerator="cpu",
+        devices=world_size,
+        strategy=UPipeStrategy(attention=attention, **strategy_kwargs),
+        max_steps=steps if epochs is None else -1,
+        max_epochs=epochs,
+        limit_train_batches=None if epochs is None else 2,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[recorder, *(extra_callbacks or [])],
+    )
+    trainer.fit(module, datamodule=datamodule(seq_len, mask_prefix), ckpt_path=ckpt_in)
+    if ckpt_out is not None:
+        trainer.save_checkpoint(ckpt_out)
+    state = {k: v.detach().clone() for k, v in module.net.state_dict().items()}
+    return {"losses": recorder.losses, "state": state, "cp_size": trainer.strategy.context_parallel_size}
+
+
+def equivalence_worker(rank: int, world_size: int, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run several fits one after another in the same two processes (one spawn for all of them)."""
+    torch.use_deterministic_algorithms(False)
+    results = []
+    for run in runs:
+        try:
+            results.append(fit(world_size=world_size, **run))
+        except ValueError as error:  # configurations that cannot work must fail at setup, on every rank
+            results.append({"error": str(error)})
+    return results
+
+
+def reference_fit(kind: str, steps: int, opt: str = "sgd", mask_prefix: int = 0, dp: int = 1) -> dict[str, Any]:
+    """The same model trained in one process on the full sequences (and the full global batch), plain PyTorch."""
+    net = build_net(kind)
+    module = CausalLMModule(net)
+    optimizer = optimizer_factory(opt)(net.parameters())
+    dm = datamodule(SEQ_LEN, mask_prefix)
+    dm.setup("fit")
+    # Lightning gives training loaders a shuffling DistributedSampler (seed 0) over the data-parallel axis;
+    # the global batch of a step is the concatenation of the data-parallel replicas' batches.
+    loaders = [
+        DataLoader(
+            dm.train_set,
+            batch_size=BATCH,
+            sampler=DistributedSampler(dm.train_set, num_replicas=dp, rank=r, shuffle=True, seed=0),
+            drop_last=True,
+        )
+        for r in range(dp)
+    ]
+    losses = []
+    for step, batches in enumerate(zip(*loaders, strict=True)):
+        if step == steps:
+            break
+        batch = {key: torch.cat([b[key] for b in batches]) for key in batches[0]}
+        loss = module._loss(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    return {"losses": losses, "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+
+
+class DieAt(Callback):
+    """Kills global rank 1 abruptly (no exception, no goodbye) at the start of training batch ``batch_idx``."""
+
+    def __init__(self, batch_idx: int) -> None:
+        self.batch_idx = batch_idx
+
+    def on_train_batch_start(self, trainer: Trainer, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if trainer.global_rank == 1 and batch_idx == self.batch_idx:
+            os._exit(3)
+
+
+def dying_worker(rank: int, world_size: int, out_dir: str, timeout_s: float) -> None:
+    """Rank 1 dies at step 1; rank 0 records how long it took to fail (it must not hang)."""
+    start = time.monotonic()
+    try:
+        fit("tiny", "upipe", 4, world_size, extra_callbacks=[DieAt(1)], timeout=timedelta(seconds=timeout_s))
+    except Exception as error:
+        Path(out_dir, f"rank{rank}.txt").write_text(f"{time.monotonic() - start:.2f}\n{type(error).__name__}: {error}")
+        raise
