@@ -122,10 +122,12 @@ def resolve_run_dir(recipe: str, output_root: str | Path = "outputs") -> Path:
 
     Example:
         >>> import os
+        >>> saved = {k: os.environ.pop(k) for k in ("ICML26_RUN_DIR", "ICML26_RUN_ID") if k in os.environ}
         >>> os.environ["ICML26_RUN_ID"] = "doc"
         >>> str(resolve_run_dir("quickstart", "out"))
         'out/quickstart/doc'
         >>> del os.environ["ICML26_RUN_ID"]
+        >>> os.environ.update(saved)
     """
     if os.environ.get("ICML26_RUN_DIR"):
         return Path(os.environ["ICML26_RUN_DIR"])
@@ -268,7 +270,7 @@ def _instantiate(node: Any, where: str) -> Any:
 
     try:
         obj = instantiate(node, _convert_="partial")
-    except Exception as error:  # noqa: BLE001 - every failure becomes one line naming the node
+    except Exception as error:
         cause: BaseException = error
         while cause.__cause__ is not None:
             cause = cause.__cause__
@@ -333,7 +335,7 @@ def build(cfg: DictConfig) -> BuiltRecipe:
 
     try:
         trainer = instantiate(trainer_node, callbacks=callbacks, logger=loggers or False, _convert_="partial")
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         raise RecipeError(f"cannot build 'trainer': {type(error).__name__}: {_first_line(error)}") from None
     return BuiltRecipe(cfg, None, datamodule, model, callbacks, loggers, trainer)
 
@@ -366,10 +368,23 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     Returns:
         The summary: final scalar metrics (or the task's figures), the run directory and the time taken.
     """
+    run_dir = Path(cfg.run_dir)
+    # Processes that Lightning launches during fit inherit the same directory; the variable is put back
+    # afterwards so that a later run in this process resolves its own directory.
+    previous = os.environ.get("ICML26_RUN_DIR")
+    os.environ["ICML26_RUN_DIR"] = str(run_dir)
+    try:
+        return _run_in(cfg, run_dir)
+    finally:
+        if previous is None:
+            os.environ.pop("ICML26_RUN_DIR", None)
+        else:
+            os.environ["ICML26_RUN_DIR"] = previous
+
+
+def _run_in(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     import lightning.pytorch as pl
 
-    run_dir = Path(cfg.run_dir)
-    os.environ["ICML26_RUN_DIR"] = str(run_dir)  # processes Lightning launches inherit the same directory
     if global_rank() == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(cfg, run_dir / "config.yaml")

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import Dataset, TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = ["CIFAR10DataModule", "load_cifar10"]
 
@@ -84,7 +85,7 @@ class _Augmented(Dataset):
         return img, self.y[i]
 
 
-class CIFAR10DataModule(LightningDataModule):
+class CIFAR10DataModule(SplitsDataModule):
     """CIFAR-10 loaders from a ``cifar-10-batches-py`` folder: a validation split, optional augmentation.
 
     Args:
@@ -123,7 +124,6 @@ class CIFAR10DataModule(LightningDataModule):
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         self.save_hyperparameters()
-        self._splits: dict[str, Dataset] = {}
 
     @staticmethod
     def _normalise(x: torch.Tensor) -> torch.Tensor:
@@ -147,24 +147,3 @@ class CIFAR10DataModule(LightningDataModule):
         self._splits["val"] = TensorDataset(x[val_idx], y[val_idx])
         xt, yt = load_cifar10(hp.root, train=False)
         self._splits["test"] = TensorDataset(self._normalise(xt), yt)
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        self.setup()
-        return DataLoader(
-            self._splits[split],
-            batch_size=self.hparams["batch_size"],
-            shuffle=shuffle,
-            num_workers=self.hparams["num_workers"],
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled (augmented) training loader."""
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation loader."""
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test loader."""
-        return self._loader("test", shuffle=False)

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = ["FASHION_MNIST_ROOT", "FashionMNISTDataModule", "load_fashion_mnist", "read_idx"]
 
@@ -83,7 +84,7 @@ def load_fashion_mnist(
     return torch.from_numpy(images.copy()), torch.from_numpy(labels.astype(np.int64))
 
 
-class FashionMNISTDataModule(LightningDataModule):
+class FashionMNISTDataModule(SplitsDataModule):
     """FashionMNIST loaders: a seeded subset of the training set, a validation split from it, the test set.
 
     Images are scaled to ``[0, 1]``, normalised with the training mean / std (0.2860 / 0.3530) and shaped
@@ -129,7 +130,6 @@ class FashionMNISTDataModule(LightningDataModule):
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         self.save_hyperparameters()
-        self._splits: dict[str, TensorDataset] = {}
 
     def _prepare(self, images: torch.Tensor) -> torch.Tensor:
         x = (images.float() / 255.0 - _MEAN) / _STD
@@ -157,24 +157,3 @@ class FashionMNISTDataModule(LightningDataModule):
         if hp.num_test is not None:
             xt, yt = xt[: hp.num_test], yt[: hp.num_test]
         self._splits["test"] = TensorDataset(self._prepare(xt), yt)
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        self.setup()
-        return DataLoader(
-            self._splits[split],
-            batch_size=self.hparams["batch_size"],
-            shuffle=shuffle,
-            num_workers=self.hparams["num_workers"],
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training loader."""
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation loader."""
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test loader."""
-        return self._loader("test", shuffle=False)

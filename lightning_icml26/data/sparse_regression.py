@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = ["SparseRegressionDataModule", "make_sparse_regression"]
 
@@ -47,7 +48,7 @@ def make_sparse_regression(
     return X, y, w
 
 
-class SparseRegressionDataModule(LightningDataModule):
+class SparseRegressionDataModule(SplitsDataModule):
     """Loaders over :func:`make_sparse_regression` data; ``w_star`` is kept for evaluation.
 
     Args:
@@ -87,7 +88,6 @@ class SparseRegressionDataModule(LightningDataModule):
         self.save_hyperparameters()
         self.num_features = num_features
         self.w_star = torch.zeros(num_features)
-        self._splits: dict[str, TensorDataset] = {}
 
     def setup(self, stage: str | None = None) -> None:
         """Generate the data (train and validation rows share ``w*``)."""
@@ -99,19 +99,3 @@ class SparseRegressionDataModule(LightningDataModule):
         self._splits["train"] = TensorDataset(X[: hp.num_train], y[: hp.num_train])
         self._splits["val"] = TensorDataset(X[hp.num_train :], y[hp.num_train :])
         self._splits["test"] = self._splits["val"]
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        self.setup()
-        return DataLoader(self._splits[split], batch_size=self.hparams["batch_size"], shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training loader."""
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation loader."""
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test loader (the validation rows)."""
-        return self._loader("test", shuffle=False)

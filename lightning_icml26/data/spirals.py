@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import torch
-from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = ["SpiralsDataModule", "make_spirals"]
 
@@ -54,7 +55,7 @@ def make_spirals(
     return points.float(), labels
 
 
-class SpiralsDataModule(LightningDataModule):
+class SpiralsDataModule(SplitsDataModule):
     """Train / validation / test loaders over :func:`make_spirals` data.
 
     Args:
@@ -94,29 +95,11 @@ class SpiralsDataModule(LightningDataModule):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         self.save_hyperparameters()
         self.num_classes = num_classes
-        self._splits: dict[str, TensorDataset] = {}
 
     def setup(self, stage: str | None = None) -> None:
         """Generate the three splits (deterministic, cheap; every rank makes the same data)."""
         hp = self.hparams
-        sizes = {"train": hp.num_train, "val": hp.num_val, "test": hp.num_test}
+        sizes = {"train": hp["num_train"], "val": hp["num_val"], "test": hp["num_test"]}
         for offset, (split, size) in enumerate(sizes.items()):
-            x, y = make_spirals(size, hp.num_classes, hp.noise, seed=hp.seed + offset)
+            x, y = make_spirals(size, hp["num_classes"], hp["noise"], seed=hp["seed"] + offset)
             self._splits[split] = TensorDataset(x, y)
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        if split not in self._splits:
-            self.setup()
-        return DataLoader(self._splits[split], batch_size=self.hparams.batch_size, shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training loader."""
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation loader."""
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test loader."""
-        return self._loader("test", shuffle=False)

@@ -66,7 +66,7 @@ class ClassifierModule(LightningModule):
         x, y = batch
         logits = self(x)
         loss = F.cross_entropy(logits, y)
-        accuracy = self.accuracy[f"{split}_"]
+        accuracy: MulticlassAccuracy = self.accuracy[f"{split}_"]  # type: ignore[assignment]
         accuracy(logits, y)
         on_step = split == "train"
         self.log(f"{split}_loss", loss, on_step=on_step, on_epoch=True, prog_bar=True, batch_size=len(y))

@@ -34,7 +34,31 @@ def _check_sgd(group: dict[str, Any]) -> None:
         raise ValueError(f"momentum must lie in [0, 1), got {mu}")
 
 
-class L1SGD(Optimizer):
+class _WeightSGD(Optimizer):
+    """Shared loop of the baselines that update the model's own weights: subclasses give the new weights."""
+
+    def _new_weights(self, group: dict[str, Any], state: dict[str, Any], x: torch.Tensor, g: torch.Tensor) -> Any:
+        """Weights after one step from ``x`` (latent precision) with loss gradient ``g``."""
+        raise NotImplementedError  # pragma: no cover - every subclass overrides it
+
+    @torch.no_grad()
+    def step(self, closure: Closure | None = None) -> Any:  # type: ignore[override]
+        """One update; ``closure`` is evaluated first (with gradients enabled) if given."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad.to(latent_dtype(p.dtype))
+                x = p.detach().to(g.dtype)
+                p.copy_(self._new_weights(group, self.state[p], x, g).to(p.dtype))
+        return loss
+
+
+class L1SGD(_WeightSGD):
     """SGD with momentum plus an L1 penalty ``l1 * sum |x|``.
 
     ``mode="proximal"`` takes the momentum step on the loss (plus ``weight_decay * x``) and then applies the
@@ -80,30 +104,15 @@ class L1SGD(Optimizer):
         if group["mode"] not in _L1_MODES:
             raise ValueError(f"mode must be one of {_L1_MODES}, got {group['mode']!r}")
 
-    @torch.no_grad()
-    def step(self, closure: Closure | None = None) -> Any:  # type: ignore[override]
-        """One update; ``closure`` is evaluated first (with gradients enabled) if given."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            lr, l1, wd = group["lr"], group["l1"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                d = p.grad.to(latent_dtype(p.dtype))
-                x = p.detach().to(d.dtype)
-                if wd != 0:
-                    d = d.add(x, alpha=wd)
-                if group["mode"] == "subgradient" and l1 != 0:
-                    d = d.add(torch.sign(x), alpha=l1)
-                d = _sgd_direction(self.state[p], d, group["momentum"], 0.0, False)
-                x = x.add(d, alpha=-lr)
-                if group["mode"] == "proximal" and l1 != 0:
-                    x = torch.sign(x) * (x.abs() - lr * l1).clamp_min(0.0)
-                p.copy_(x.to(p.dtype))
-        return loss
+    def _new_weights(self, group: dict[str, Any], state: dict[str, Any], x: torch.Tensor, g: torch.Tensor) -> Any:
+        lr, l1, wd = group["lr"], group["l1"], group["weight_decay"]
+        d = g.add(x, alpha=wd) if wd != 0 else g
+        if group["mode"] == "subgradient" and l1 != 0:
+            d = d.add(torch.sign(x), alpha=l1)
+        x = x.add(_sgd_direction(state, d, group["momentum"], 0.0, False), alpha=-lr)
+        if group["mode"] == "proximal" and l1 != 0:
+            x = torch.sign(x) * (x.abs() - lr * l1).clamp_min(0.0)
+        return x
 
 
 class SpredSGD(_LatentStateOptimizer):
@@ -198,7 +207,7 @@ class SpredSGD(_LatentStateOptimizer):
         return loss
 
 
-class LpSGD(Optimizer):
+class LpSGD(_WeightSGD):
     """Momentum SGD on ``f(x) + (weight_decay / p) * sum |x|^p`` with ``0 < p``: the direct Lp baseline.
 
     The penalty gradient ``weight_decay * sign(x) |x|^(p-1)`` is unbounded near zero for ``p < 1``; at an exact
@@ -252,25 +261,11 @@ class LpSGD(Optimizer):
         if clip is not None and _check_number("max_penalty_grad", clip) <= 0:
             raise ValueError(f"max_penalty_grad must be positive or None, got {clip}")
 
-    @torch.no_grad()
-    def step(self, closure: Closure | None = None) -> Any:  # type: ignore[override]
-        """One update; ``closure`` is evaluated first (with gradients enabled) if given."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            lr, wd, power = group["lr"], group["weight_decay"], group["p"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                d = p.grad.to(latent_dtype(p.dtype))
-                x = p.detach().to(d.dtype)
-                ax = x.abs()
-                safe = torch.where(ax > 0, ax, torch.ones_like(ax))
-                pen = torch.where(ax > 0, torch.sign(x) * safe.pow(power - 1), torch.zeros_like(x)) * wd
-                if group["max_penalty_grad"] is not None:
-                    pen = pen.clamp(-group["max_penalty_grad"], group["max_penalty_grad"])
-                d = _sgd_direction(self.state[p], d + pen, group["momentum"], 0.0, False)
-                p.copy_(x.add(d, alpha=-lr).to(p.dtype))
-        return loss
+    def _new_weights(self, group: dict[str, Any], state: dict[str, Any], x: torch.Tensor, g: torch.Tensor) -> Any:
+        lr, wd, power = group["lr"], group["weight_decay"], group["p"]
+        ax = x.abs()
+        safe = torch.where(ax > 0, ax, torch.ones_like(ax))
+        pen = torch.where(ax > 0, torch.sign(x) * safe.pow(power - 1), torch.zeros_like(x)) * wd
+        if group["max_penalty_grad"] is not None:
+            pen = pen.clamp(-group["max_penalty_grad"], group["max_penalty_grad"])
+        return x.add(_sgd_direction(state, g + pen, group["momentum"], 0.0, False), alpha=-lr)

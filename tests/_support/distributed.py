@@ -58,7 +58,7 @@ def _worker(rank: int, world_size: int, port: int, fn: Callable[..., Any], args:
         buffer = io.BytesIO()  # bytes, not shared-memory tensors: the child may exit before the parent reads
         torch.save(_to_cpu(result), buffer)
         queue.put((rank, "ok", buffer.getvalue()))
-    except BaseException:  # noqa: BLE001 - reported to the parent with the traceback
+    except BaseException:
         queue.put((rank, "error", traceback.format_exc()))
     finally:
         if dist.is_initialized():

@@ -61,9 +61,15 @@ def test_dry_run_prints_resolved_config(capsys: pytest.CaptureFixture[str], tmp_
         (["run", "quickstart", "trainer.no_such_key=1"], "error: unknown key 'trainer.no_such_key'"),
         (["run", "quickstart", "model.nett.hidden=3"], "error: unknown key 'model.nett.hidden'"),
         (["run", "quickstart", "trainer.max_epochs=ten"], "error: wrong type for 'trainer.max_epochs': expected int"),
-        (["run", "quickstart", "model.optimizer.lr=fast"], "error: wrong type for 'model.optimizer.lr': expected float"),
+        (
+            ["run", "quickstart", "model.optimizer.lr=fast"],
+            "error: wrong type for 'model.optimizer.lr': expected float",
+        ),
         (["run", "quickstart", "data.batch_size=[1,2]"], "error: wrong type for 'data.batch_size': expected int"),
-        (["run", "quickstart", "model.net.depth=-1"], "error: cannot build 'model' (lightning_icml26.modules.ClassifierModule)"),
+        (
+            ["run", "quickstart", "model.net.depth=-1"],
+            "error: cannot build 'model' (lightning_icml26.modules.ClassifierModule)",
+        ),
     ],
 )
 def test_bad_input_ends_in_one_line(
@@ -169,8 +175,22 @@ def test_two_process_launch_writes_one_run_dir_from_rank_zero(tmp_path: Path) ->
     ]  # fmt: skip
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    runs = [p for p in (tmp_path / "quickstart").iterdir()]
+    runs = list((tmp_path / "quickstart").iterdir())
     assert [p.name for p in runs] == ["two-ranks"]
     run = runs[0]
-    assert (run / "summary.json").is_file() and (run / "metrics.png").is_file()
+    assert (run / "summary.json").is_file()
+    assert (run / "metrics.png").is_file()
     assert proc.stdout.count("== quickstart: done") == 1, "only rank zero prints the summary"
+
+
+def test_run_restores_the_run_dir_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run exports ICML26_RUN_DIR for the processes it launches, then puts the old value back."""
+    monkeypatch.delenv("ICML26_RUN_DIR", raising=False)
+    overrides = ["trainer.max_epochs=1", "data.num_train=32", "data.num_val=16", "data.num_test=16"]
+    cfg = _recipes.compose("quickstart", overrides, run_dir=tmp_path / "first")
+    _recipes.run(cfg)
+    assert "ICML26_RUN_DIR" not in os.environ
+    monkeypatch.setenv("ICML26_RUN_DIR", "/tmp/kept")
+    _recipes.run(_recipes.compose("quickstart", overrides, run_dir=tmp_path / "second"))
+    assert os.environ["ICML26_RUN_DIR"] == "/tmp/kept"
+    assert (tmp_path / "second" / "summary.json").is_file()

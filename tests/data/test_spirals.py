@@ -9,7 +9,8 @@ from lightning_icml26.data import SpiralsDataModule, make_spirals
 def test_spirals_balanced_deterministic_and_on_their_arms() -> None:
     x, y = make_spirals(3000, num_classes=3, noise=0.0, seed=3)
     x2, y2 = make_spirals(3000, num_classes=3, noise=0.0, seed=3)
-    assert torch.equal(x, x2) and torch.equal(y, y2)
+    assert torch.equal(x, x2)
+    assert torch.equal(y, y2)
     assert torch.bincount(y).tolist() == [1000, 1000, 1000]
     radius = x.norm(dim=1)
     assert radius.max() <= 1.0 + 1e-6
