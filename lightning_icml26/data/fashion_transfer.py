@@ -92,7 +92,11 @@ def pretrain_deep_mlp(
         The trained network, in eval mode.
 
     Example:
-        >>> net = pretrain_deep_mlp(depth=2, width=16, num_source=256, epochs=1)  # doctest: +SKIP
+        >>> import os
+        >>> from lightning_icml26.data.fashion_mnist import FASHION_MNIST_ROOT
+        >>> if os.path.isdir(FASHION_MNIST_ROOT):  # the Debian package dataset-fashion-mnist (make data)
+        ...     net = pretrain_deep_mlp(depth=2, width=16, num_source=256, epochs=1)
+        ...     assert net(torch.zeros(3, 784)).shape == (3, 5)
     """
     x, y = load_fashion_mnist(root, "train")
     idx = torch.nonzero(y < len(SOURCE_CLASSES)).flatten()

@@ -61,8 +61,8 @@ def load_movie_titles(per_class: int = 500, seed: int = 0) -> tuple[list[str], t
         ValueError: if ``per_class`` is out of range.
 
     Example:
-        >>> titles, labels = load_movie_titles(per_class=3)  # doctest: +SKIP
-        >>> len(titles), labels.bincount().tolist()  # doctest: +SKIP
+        >>> titles, labels = load_movie_titles(per_class=3)
+        >>> len(titles), labels.bincount().tolist()
         (18, [3, 3, 3, 3, 3, 3])
     """
     if not 1 <= per_class <= 537:
@@ -99,7 +99,9 @@ def load_text_model(name: str) -> tuple[Any, Any]:
         ModuleNotFoundError: if the model package is not installed (with the install command).
 
     Example:
-        >>> tok, model = load_text_model("minilm")  # doctest: +SKIP
+        >>> tok, model = load_text_model("minilm")
+        >>> model.config.num_hidden_layers, model.config.hidden_size
+        (6, 384)
     """
     if name not in TEXT_MODELS:
         raise ValueError(f"name must be one of {sorted(TEXT_MODELS)}, got {name!r}")
@@ -144,7 +146,9 @@ def text_layer_features(
         ``(n, L + 1, D)`` float32 features (hidden state 0 is the embedding output).
 
     Example:
-        >>> feats = text_layer_features(["a title"], *load_text_model("minilm"))  # doctest: +SKIP
+        >>> feats = text_layer_features(["a title", "another"], *load_text_model("minilm"))
+        >>> tuple(feats.shape)
+        (2, 7, 384)
     """
     out = []
     for start in range(0, len(texts), batch_size):
