@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
-
-from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers  # noqa: E402
-
-__all__ += ["LayerSelection", "isotropy", "select_layers"]
-
-from lightning_icml26.algorithms.fairness import (  # noqa: E402
+from lightning_icml26.algorithms.fairness import (
     AttributeBlindClassifier,
     ExponentiatedGradientReduction,
     FairPostProcessor,
     fairness_frontier,
 )
+from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
 
-__all__ += ["AttributeBlindClassifier", "ExponentiatedGradientReduction", "FairPostProcessor", "fairness_frontier"]
+__all__ = [
+    "AttributeBlindClassifier",
+    "ExponentiatedGradientReduction",
+    "fairness_frontier",
+    "FairPostProcessor",
+    "isotropy",
+    "LayerSelection",
+    "select_layers",
+]

@@ -4,12 +4,7 @@ Triton kernels live beside a pure-torch reference; never imports lightning."""
 
 from __future__ import annotations
 
-from lightning_icml26.ops.soft_rank import isotonic_regression_decreasing, soft_rank, soft_sort
-
-__all__: list[str] = []
-__all__ += ["isotonic_regression_decreasing", "soft_rank", "soft_sort"]
-
-from lightning_icml26.ops.attention import (  # noqa: E402
+from lightning_icml26.ops.attention import (
     UPipeAttention,
     dense_attention,
     ring_attention,
@@ -17,20 +12,22 @@ from lightning_icml26.ops.attention import (  # noqa: E402
     upipe_attention,
     upipe_qkv_attention,
 )
+from lightning_icml26.ops.georeg import GeoRegLoss, georeg_penalty
+from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log
+from lightning_icml26.ops.soft_rank import isotonic_regression_decreasing, soft_rank, soft_sort
 
-__all__ += [
-    "UPipeAttention",
+__all__ = [
     "dense_attention",
+    "georeg_penalty",
+    "GeoRegLoss",
+    "greedy_round",
+    "isotonic_regression_decreasing",
     "ring_attention",
+    "sinkhorn_log",
+    "soft_rank",
+    "soft_sort",
     "ulysses_attention",
     "upipe_attention",
     "upipe_qkv_attention",
+    "UPipeAttention",
 ]
-
-from lightning_icml26.ops.georeg import GeoRegLoss, georeg_penalty  # noqa: E402
-
-__all__ += ["GeoRegLoss", "georeg_penalty"]
-
-from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log  # noqa: E402
-
-__all__ += ["greedy_round", "sinkhorn_log"]
