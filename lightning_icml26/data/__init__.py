@@ -58,3 +58,23 @@ from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts  # noqa: E402
 
 __all__ += ["GridWorldDataModule", "MiniGridDataModule", "make_gridworld_rollouts", "make_minigrid_rollouts"]
+
+from lightning_icml26.data.forecasts import (  # noqa: E402
+    ForecastDataModule,
+    ForecastTable,
+    load_forecast_source,
+    load_forecasts,
+    load_poll_forecasts,
+    load_rain_forecasts,
+    make_forecasting_task,
+)
+
+__all__ += [
+    "ForecastDataModule",
+    "ForecastTable",
+    "load_forecast_source",
+    "load_forecasts",
+    "load_poll_forecasts",
+    "load_rain_forecasts",
+    "make_forecasting_task",
+]

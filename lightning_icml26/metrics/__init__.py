@@ -39,3 +39,11 @@ __all__ += ["TICAW2", "EffectiveSampleSize", "EnergyW2", "TorusW2"]
 from lightning_icml26.metrics.consistency import RolloutConsistency, TokenAccuracyByHorizon  # noqa: E402
 
 __all__ += ["RolloutConsistency", "TokenAccuracyByHorizon"]
+
+from lightning_icml26.metrics.complementarity import (  # noqa: E402
+    ComplementarityGain,
+    ErrorCorrelation,
+    RobustPoolingWeight,
+)
+
+__all__ += ["ComplementarityGain", "ErrorCorrelation", "RobustPoolingWeight"]

@@ -23,3 +23,7 @@ __all__ += ["LayerFeatureExtractor", "LayerFusion", "MultiLayerProbe"]
 from lightning_icml26.modules.itc import ITCDecoder, TokenWorldModel, VQTokenizer, rollout  # noqa: E402
 
 __all__ += ["ITCDecoder", "TokenWorldModel", "VQTokenizer", "rollout"]
+
+from lightning_icml26.modules.complementarity import HumanAICombiner  # noqa: E402
+
+__all__ += ["HumanAICombiner"]

@@ -48,3 +48,41 @@ from lightning_icml26.metrics.functional.consistency import (  # noqa: E402
 )
 
 __all__ += ["object_count_errors", "rollout_consistency", "token_accuracy_by_horizon"]
+
+from lightning_icml26.metrics.functional.complementarity import (  # noqa: E402
+    complementarity_gain,
+    correlation_threshold,
+    error_correlation,
+    error_moments,
+    forecast_loss,
+    forecast_residuals,
+    gain_weight_bound,
+    linear_pool,
+    logit_pool,
+    oracle_pooling_weight,
+    override_decision,
+    pooling_gain,
+    robust_pooling,
+    robust_pooling_weight,
+    robust_weight_cap,
+    worst_case_gain,
+)
+
+__all__ += [
+    "complementarity_gain",
+    "correlation_threshold",
+    "error_correlation",
+    "error_moments",
+    "forecast_loss",
+    "forecast_residuals",
+    "gain_weight_bound",
+    "linear_pool",
+    "logit_pool",
+    "oracle_pooling_weight",
+    "override_decision",
+    "pooling_gain",
+    "robust_pooling",
+    "robust_pooling_weight",
+    "robust_weight_cap",
+    "worst_case_gain",
+]

