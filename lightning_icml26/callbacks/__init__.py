@@ -32,3 +32,7 @@ __all__ += ["GeoReg", "LOESLayerSelection"]
 from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann  # noqa: E402
 
 __all__ += ["BoltzmannEvalCallback", "plot_boltzmann"]
+
+from lightning_icml26.callbacks.fair_reduction import FairReductionCallback  # noqa: E402
+
+__all__ += ["FairReductionCallback"]

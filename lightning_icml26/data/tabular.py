@@ -81,6 +81,28 @@ class FairTabularData:
             {k: v[index] for k, v in self.extras.items()},
         )
 
+    def sample(self, num_rows: int, seed: int = 0) -> FairTabularData:
+        """A random subset of ``num_rows`` distinct rows (all rows, shuffled, if ``num_rows >= N``).
+
+        Args:
+            num_rows: rows to keep, at least 1.
+            seed: permutation seed.
+
+        Returns:
+            The subset.
+
+        Raises:
+            ValueError: if ``num_rows < 1``.
+
+        Example:
+            >>> make_fair_gaussian(100).sample(30, seed=1).x.shape[0]
+            30
+        """
+        if isinstance(num_rows, bool) or not isinstance(num_rows, int) or num_rows < 1:
+            raise ValueError(f"num_rows must be a positive integer, got {num_rows!r}")
+        perm = torch.randperm(len(self.y), generator=torch.Generator().manual_seed(seed))
+        return self.subset(perm[:num_rows])
+
 
 def _package_file(package: str, *parts: str) -> Path:
     spec = importlib.util.find_spec(package)
@@ -358,7 +380,7 @@ def split_indices(num_samples: int, fractions: tuple[float, ...], seed: int = 0)
         One index tensor per fraction.
 
     Raises:
-        ValueError: if a fraction is not positive or they sum to more than 1.
+        ValueError: if a fraction is not positive, they sum to more than 1, or a single fraction is below 1.
 
     Example:
         >>> [len(i) for i in split_indices(10, (0.6, 0.2, 0.2))]
@@ -366,6 +388,11 @@ def split_indices(num_samples: int, fractions: tuple[float, ...], seed: int = 0)
     """
     if any(f <= 0 for f in fractions) or sum(fractions) > 1 + 1e-9:
         raise ValueError(f"fractions must be positive and sum to at most 1, got {fractions}")
+    if len(fractions) == 1 and fractions[0] < 1:
+        raise ValueError(
+            f"fractions={fractions}: a single split takes every row (the last split takes the remainder); "
+            "use FairTabularData.sample(num_rows) for a random subset"
+        )
     perm = torch.randperm(num_samples, generator=torch.Generator().manual_seed(seed))
     out, start = [], 0
     for i, fraction in enumerate(fractions):

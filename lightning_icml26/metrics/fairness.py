@@ -18,9 +18,8 @@ from torchmetrics import Metric
 from lightning_icml26.metrics.functional.fairness import (
     Mode,
     Reduction,
-    _confusion_cells,
-    _demographic_parity_compute,
-    _disparity,
+    _binary_rates_compute,
+    _gap_compute,
     _group_fairness_arg_validation,
     _group_fairness_format,
     _group_fairness_update,
@@ -59,9 +58,7 @@ class _GroupCounts(Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        _group_fairness_arg_validation(num_classes, num_groups, mode, reduction)
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+        _group_fairness_arg_validation(num_classes, num_groups, mode, reduction, threshold)
         self.num_classes = num_classes
         self.num_groups = num_groups
         self.mode = mode
@@ -93,6 +90,47 @@ class _GroupCounts(Metric):
     _needs_target = True
 
 
+class _MulticlassGap(_GroupCounts):
+    """A multi-class gap metric: the criterion is the class attribute ``_which`` (``"dp"``, ``"eo"``, ``"eopp"``)."""
+
+    _which = "dp"
+
+    def __init__(
+        self,
+        num_classes: int,
+        num_groups: int,
+        mode: Mode = "difference",
+        reduction: Reduction = "max",
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(num_classes, num_groups, mode, reduction, validate_args=validate_args, **kwargs)
+
+    def compute(self) -> Tensor:
+        """The gap (float64 scalar)."""
+        return _gap_compute(self._which, self.selection, self.confusion, self.mode, self.reduction)
+
+
+class _BinaryGap(_GroupCounts):
+    """A binary gap metric (``_which`` is ``"binary_dp"``, ``"binary_eo"`` or ``"binary_eopp"``)."""
+
+    _which = "binary_dp"
+
+    def __init__(
+        self,
+        num_groups: int,
+        mode: Mode = "difference",
+        threshold: float = 0.5,
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(2, num_groups, mode, threshold=threshold, validate_args=validate_args, **kwargs)
+
+    def compute(self) -> Tensor:
+        """The gap (float64 scalar)."""
+        return _gap_compute(self._which, self.selection, self.confusion, self.mode, "max")
+
+
 class MulticlassGroupRates(_GroupCounts):
     """Per-group selection rates ``P(Yhat=k | A=a)`` and confusion rates ``P(Yhat=k | A=a, Y=y)``.
 
@@ -120,7 +158,7 @@ class MulticlassGroupRates(_GroupCounts):
         return _group_rates_compute(self.selection, self.confusion)
 
 
-class MulticlassDemographicParity(_GroupCounts):
+class MulticlassDemographicParity(_MulticlassGap):
     """Demographic-parity gap of a K-class classifier over groups (difference or ratio, max or mean over classes).
 
     ``update(preds, target, groups)`` accepts ``target=None``. An empty group at ``compute`` is left out
@@ -142,24 +180,10 @@ class MulticlassDemographicParity(_GroupCounts):
     """
 
     _needs_target = False
-
-    def __init__(
-        self,
-        num_classes: int,
-        num_groups: int,
-        mode: Mode = "difference",
-        reduction: Reduction = "max",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(num_classes, num_groups, mode, reduction, validate_args=validate_args, **kwargs)
-
-    def compute(self) -> Tensor:
-        """The gap (float64 scalar)."""
-        return _demographic_parity_compute(self.selection, self.mode, self.reduction)
+    _which = "dp"
 
 
-class MulticlassEqualizedOdds(_GroupCounts):
+class MulticlassEqualizedOdds(_MulticlassGap):
     """Equalized-odds gap: disparity of ``P(Yhat=k | A=a, Y=y)`` across groups over all ``(y, k)`` cells.
 
     Args:
@@ -178,23 +202,10 @@ class MulticlassEqualizedOdds(_GroupCounts):
         tensor(0.5000, dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        num_classes: int,
-        num_groups: int,
-        mode: Mode = "difference",
-        reduction: Reduction = "max",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(num_classes, num_groups, mode, reduction, validate_args=validate_args, **kwargs)
-
-    def compute(self) -> Tensor:
-        """The gap (float64 scalar)."""
-        return _disparity(_confusion_cells(self.confusion, "eo"), self.mode, self.reduction)
+    _which = "eo"
 
 
-class MulticlassEqualOpportunity(_GroupCounts):
+class MulticlassEqualOpportunity(_MulticlassGap):
     """Equal-opportunity gap: disparity of the per-class recall ``P(Yhat=y | A=a, Y=y)`` across groups.
 
     Args:
@@ -213,20 +224,7 @@ class MulticlassEqualOpportunity(_GroupCounts):
         tensor(1., dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        num_classes: int,
-        num_groups: int,
-        mode: Mode = "difference",
-        reduction: Reduction = "max",
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(num_classes, num_groups, mode, reduction, validate_args=validate_args, **kwargs)
-
-    def compute(self) -> Tensor:
-        """The gap (float64 scalar)."""
-        return _disparity(_confusion_cells(self.confusion, "eopp"), self.mode, self.reduction)
+    _which = "eopp"
 
 
 class BinaryGroupRates(_GroupCounts):
@@ -252,16 +250,10 @@ class BinaryGroupRates(_GroupCounts):
 
     def compute(self) -> dict[str, Tensor]:
         """``selection_rate``, ``tpr``, ``fpr`` (``(G,)``, NaN when empty) and ``group_count``."""
-        rates = _group_rates_compute(self.selection, self.confusion)
-        return {
-            "selection_rate": rates["selection_rate"][:, 1],
-            "tpr": rates["confusion_rate"][:, 1, 1],
-            "fpr": rates["confusion_rate"][:, 0, 1],
-            "group_count": rates["group_count"],
-        }
+        return _binary_rates_compute(self.selection, self.confusion)
 
 
-class BinaryDemographicParity(_GroupCounts):
+class BinaryDemographicParity(_BinaryGap):
     """Demographic-parity difference or ratio of a binary classifier (fairlearn's definition).
 
     Args:
@@ -279,23 +271,10 @@ class BinaryDemographicParity(_GroupCounts):
     """
 
     _needs_target = False
-
-    def __init__(
-        self,
-        num_groups: int,
-        mode: Mode = "difference",
-        threshold: float = 0.5,
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(2, num_groups, mode, threshold=threshold, validate_args=validate_args, **kwargs)
-
-    def compute(self) -> Tensor:
-        """The gap (float64 scalar)."""
-        return _demographic_parity_compute(self.selection, self.mode, "max", positive_only=True)
+    _which = "binary_dp"
 
 
-class BinaryEqualizedOdds(_GroupCounts):
+class BinaryEqualizedOdds(_BinaryGap):
     """Equalized-odds difference or ratio of a binary classifier: the worse of the TPR and FPR disparities.
 
     Args:
@@ -313,22 +292,10 @@ class BinaryEqualizedOdds(_GroupCounts):
         tensor(0.5000, dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        num_groups: int,
-        mode: Mode = "difference",
-        threshold: float = 0.5,
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(2, num_groups, mode, threshold=threshold, validate_args=validate_args, **kwargs)
-
-    def compute(self) -> Tensor:
-        """The gap (float64 scalar)."""
-        return _disparity(_confusion_cells(self.confusion, "eo")[:, [1, 3]], self.mode, "max")
+    _which = "binary_eo"
 
 
-class BinaryEqualOpportunity(_GroupCounts):
+class BinaryEqualOpportunity(_BinaryGap):
     """Equal-opportunity difference or ratio of a binary classifier: disparity of the TPR across groups.
 
     Args:
@@ -346,16 +313,4 @@ class BinaryEqualOpportunity(_GroupCounts):
         tensor(0.5000, dtype=torch.float64)
     """
 
-    def __init__(
-        self,
-        num_groups: int,
-        mode: Mode = "difference",
-        threshold: float = 0.5,
-        validate_args: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(2, num_groups, mode, threshold=threshold, validate_args=validate_args, **kwargs)
-
-    def compute(self) -> Tensor:
-        """The gap (float64 scalar)."""
-        return _disparity(_confusion_cells(self.confusion, "binary_eopp"), self.mode, "max")
+    _which = "binary_eopp"

@@ -15,7 +15,7 @@ from lightning_icml26.algorithms.fairness import (
     fairness_frontier,
     fit_probability_model,
 )
-from lightning_icml26.data.tabular import make_fair_gaussian
+from lightning_icml26.data.tabular import make_fair_gaussian, split_indices
 
 ALPHAS = (0.0, 0.05, 0.1, 0.2, 0.3)
 
@@ -100,6 +100,13 @@ def test_clear_errors():
         red.fit(torch.zeros(6, 2), torch.tensor([0, 1, 2, 0, 1, 2]), torch.zeros(6, dtype=torch.long))
     with pytest.raises(ValueError, match=r"y must hold integers in \[0, 3\)"):
         red.fit(torch.zeros(2, 2), torch.tensor([0, 5]), torch.tensor([0, 1]))
+    # subsampling: a single split fraction used to return every row silently
+    data = make_fair_gaussian(100, seed=0)
+    sub = data.sample(30, seed=1)
+    assert sub.x.shape[0] == 30
+    assert len({tuple(row) for row in sub.x.tolist()}) == 30  # distinct rows
+    with pytest.raises(ValueError, match="single split takes every row"):
+        split_indices(100, (0.3,))
 
 
 @pytest.mark.slow
@@ -140,10 +147,14 @@ def test_frontier_and_recipe_end_to_end(tmp_path):
         "task.steps=30",
         "task.reduction_iter=2",
         "task.reduction_oracle_steps=10",
+        "task.methods=[postprocess,reduction,reduction_callback]",
+        "task.callback_epochs=2",
     ]
     cfg = _recipes.compose("fair_compas", overrides, run_dir=tmp_path / "run")
     summary = _recipes.run(cfg)
     figures = summary["metrics"]
     assert 0.3 < figures["postprocess/alpha=0.1/accuracy"] <= 1.0
     assert 0.0 <= figures["reduction/alpha=0.1/gap"] <= 1.0
+    assert 0.0 <= figures["reduction_callback/alpha=0.1/gap"] <= 1.0
+    assert 0.2 < figures["reduction_callback/alpha=0.1/accuracy"] <= 1.0
     assert (tmp_path / "run" / "frontier.png").is_file()

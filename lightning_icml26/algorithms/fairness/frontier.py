@@ -126,6 +126,8 @@ def fair_frontier_task(
     steps: int = 300,
     reduction_iter: int = 15,
     reduction_oracle_steps: int = 50,
+    callback_epochs: int = 20,
+    callback_output: str = "mixture",
     max_rows: int | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -134,7 +136,10 @@ def fair_frontier_task(
     Splits 50/25/25 (train / calibration / test), standardises with training statistics, fits MLP
     probability models for ``P(Y | x)`` and ``p(a | x)`` (``p(a, y | x)`` for EO/EOpp) on the training split,
     fits :class:`FairPostProcessor` on the calibration split and :class:`ExponentiatedGradientReduction` on
-    train + calibration, and evaluates on the test split. Writes ``frontier.png`` and ``frontier.json``.
+    train + calibration, and evaluates on the test split. Method ``"reduction_callback"`` trains the same MLP
+    as a :class:`~lightning_icml26.modules.ClassifierModule` with ``lightning.pytorch.Trainer`` and
+    :class:`~lightning_icml26.callbacks.FairReductionCallback` on train + calibration (one EG round per
+    epoch). Writes ``frontier.png`` and ``frontier.json``.
 
     Args:
         out_dir: output folder.
@@ -142,11 +147,14 @@ def fair_frontier_task(
         dataset_kwargs: loader arguments.
         criterion: ``"dp"``, ``"eo"`` or ``"eopp"``.
         alphas: tolerances.
-        methods: subset of ``("postprocess", "reduction")``.
+        methods: subset of ``("postprocess", "reduction", "reduction_callback")``.
         hidden: hidden widths of the MLPs.
         steps: Adam steps of the probability models.
         reduction_iter: EG iterations.
         reduction_oracle_steps: Adam steps per best response.
+        callback_epochs: epochs (= EG rounds) of the ``"reduction_callback"`` training.
+        callback_output: ``"mixture"`` (the callback's randomised LP mixture) or ``"best"`` (its best
+            deterministic iterate).
         max_rows: subsample the data set to this many rows (``None``: all).
         seed: split and model seed.
 
@@ -166,12 +174,15 @@ def fair_frontier_task(
     from lightning_icml26.data.tabular import load_fair_dataset, split_indices
 
     criterion = check_criterion(criterion)
-    unknown = set(methods) - {"postprocess", "reduction"}
+    known = ("postprocess", "reduction", "reduction_callback")
+    unknown = set(methods) - set(known)
     if unknown:
-        raise ValueError(f"methods must be among ('postprocess', 'reduction'), got {sorted(unknown)}")
+        raise ValueError(f"methods must be among {known}, got {sorted(unknown)}")
+    if callback_output not in ("mixture", "best"):
+        raise ValueError(f"callback_output must be 'mixture' or 'best', got {callback_output!r}")
     data = load_fair_dataset(dataset, **dict(dataset_kwargs or {}))
     if max_rows is not None and max_rows < len(data.y):
-        data = data.subset(split_indices(len(data.y), (max_rows / len(data.y),), seed + 99)[0])
+        data = data.sample(max_rows, seed + 99)
     train, cal, test = (data.subset(i) for i in split_indices(len(data.y), (0.5, 0.25, 0.25), seed))
     mean, std = train.x.mean(0), train.x.std(0).clamp_min(1e-6)
     for split in (train, cal, test):
@@ -224,13 +235,79 @@ def fair_frontier_task(
             return red.predict_proba(test.x)
 
         curves["reduction (EG)"] = fairness_frontier(reduce, alphas, test.y, test.a, num_groups, criterion)
+    if "reduction_callback" in methods:
+        x_fit = torch.cat([train.x, cal.x])
+        y_fit, a_fit = torch.cat([train.y, cal.y]), torch.cat([train.a, cal.a])
+
+        def reduce_lightning(alpha: float) -> Tensor:
+            args = (num_classes, num_groups, criterion, alpha, hidden, callback_epochs, callback_output, seed)
+            return _fit_with_callback(x_fit, y_fit, a_fit, test.x, *args)
+
+        curves["reduction (Lightning callback)"] = fairness_frontier(
+            reduce_lightning, alphas, test.y, test.a, num_groups, criterion
+        )
     curves["unconstrained"] = unconstrained
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plot_frontier(curves, out / "frontier.png", title=f"{dataset}: {criterion} frontier")
     (out / "frontier.json").write_text(json.dumps(curves, indent=2))
-    for name, key in (("post-processing (blind)", "postprocess"), ("reduction (EG)", "reduction")):
+    for name, key in (
+        ("post-processing (blind)", "postprocess"),
+        ("reduction (EG)", "reduction"),
+        ("reduction (Lightning callback)", "reduction_callback"),
+    ):
         for row in curves.get(name, []):
             summary[f"{key}/alpha={row['alpha']:g}/accuracy"] = row["accuracy"]
             summary[f"{key}/alpha={row['alpha']:g}/gap"] = row["gap"]
     return dict(sorted(summary.items()))
+
+
+def _fit_with_callback(
+    x: Tensor,
+    y: Tensor,
+    a: Tensor,
+    x_test: Tensor,
+    num_classes: int,
+    num_groups: int,
+    criterion: str,
+    alpha: float,
+    hidden: Sequence[int],
+    epochs: int,
+    output: str,
+    seed: int,
+) -> Tensor:
+    """Train an MLP ClassifierModule with FairReductionCallback; class distribution (or labels) on ``x_test``."""
+    import functools
+
+    from lightning.pytorch import Trainer, seed_everything
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from lightning_icml26.algorithms.fairness.models import make_mlp
+    from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
+    from lightning_icml26.modules.classifier import ClassifierModule
+
+    seed_everything(seed, verbose=False)
+    module = ClassifierModule(
+        make_mlp(x.shape[1], num_classes, hidden),
+        num_classes,
+        optimizer=functools.partial(torch.optim.Adam, lr=0.01),
+    )
+    fair = FairReductionCallback(num_classes, num_groups, criterion, alpha, output="best")
+    loader = DataLoader(
+        TensorDataset(x, y, a), batch_size=256, shuffle=True, generator=torch.Generator().manual_seed(seed)
+    )
+    trainer = Trainer(
+        max_epochs=epochs,
+        callbacks=[fair],
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(module, loader)
+    if output == "mixture":
+        return fair.predict_mixture(module, x_test)
+    with torch.no_grad():
+        return module(x_test).argmax(1)

@@ -42,7 +42,9 @@ Mode = Literal["difference", "ratio"]
 Reduction = Literal["max", "mean"]
 
 
-def _group_fairness_arg_validation(num_classes: int, num_groups: int, mode: str, reduction: str) -> None:
+def _group_fairness_arg_validation(
+    num_classes: int, num_groups: int, mode: str, reduction: str, threshold: float | None = None
+) -> None:
     if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
         raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
     if not isinstance(num_groups, int) or isinstance(num_groups, bool) or num_groups < 2:
@@ -51,6 +53,8 @@ def _group_fairness_arg_validation(num_classes: int, num_groups: int, mode: str,
         raise ValueError(f"mode must be 'difference' or 'ratio', got {mode!r}")
     if reduction not in ("max", "mean"):
         raise ValueError(f"reduction must be 'max' or 'mean', got {reduction!r}")
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
 
 
 def _check_range(name: str, values: Tensor, upper: int) -> None:
@@ -173,7 +177,8 @@ def _demographic_parity_compute(selection: Tensor, mode: str, reduction: str, po
 
 
 def _confusion_cells(confusion: Tensor, which: str) -> Tensor:
-    """Rates ``(G, cells)``: every ``(y, k)`` for ``"eo"``, the diagonal for ``"eopp"``, ``(1, 1)`` for binary."""
+    """Rates ``(G, cells)``: every ``(y, k)`` for ``"eo"``, the diagonal for ``"eopp"``, FPR and TPR for
+    ``"binary_eo"``, the TPR ``(1, 1)`` for ``"binary_eopp"``."""
     count = confusion.sum(dim=2)
     empty = torch.nonzero(count == 0).tolist()
     rates = _safe_divide(confusion, count[:, :, None])
@@ -184,11 +189,58 @@ def _confusion_cells(confusion: Tensor, which: str) -> Tensor:
     elif which == "eopp":
         cells = torch.diagonal(rates, dim1=1, dim2=2)
         needed = empty
+    elif which == "binary_eo":  # FPR (y=0, k=1) and TPR (y=1, k=1)
+        cells = rates.reshape(num_groups, num_classes * num_classes)[:, [1, 3]]
+        needed = empty
     else:  # binary equal opportunity: true-positive rate only
         cells = rates[:, 1, 1:2]
         needed = [cell for cell in empty if cell[1] == 1]
     _warn_empty("(group, label) cells", [f"(group={a}, label={y})" for a, y in needed])
     return cells
+
+
+def _gap_compute(which: str, selection: Tensor, confusion: Tensor, mode: str, reduction: str) -> Tensor:
+    """The gap of a criterion from the counts (shared by the functions and the metric classes).
+
+    ``which``: ``"dp"``, ``"eo"``, ``"eopp"`` (multi-class) or ``"binary_dp"``, ``"binary_eo"``,
+    ``"binary_eopp"`` (positive class only; the binary forms always take the worst cell).
+    """
+    if which == "dp":
+        return _demographic_parity_compute(selection, mode, reduction)
+    if which == "binary_dp":
+        return _demographic_parity_compute(selection, mode, "max", positive_only=True)
+    cells = _confusion_cells(confusion, which)
+    return _disparity(cells, mode, "max" if which.startswith("binary") else reduction)
+
+
+def _binary_rates_compute(selection: Tensor, confusion: Tensor) -> dict[str, Tensor]:
+    """Per-group selection rate, TPR, FPR and count of a binary classifier from the counts."""
+    rates = _group_rates_compute(selection, confusion)
+    return {
+        "selection_rate": rates["selection_rate"][:, 1],
+        "tpr": rates["confusion_rate"][:, 1, 1],
+        "fpr": rates["confusion_rate"][:, 0, 1],
+        "group_count": rates["group_count"],
+    }
+
+
+def _counts(
+    preds: Tensor,
+    target: Tensor | None,
+    groups: Tensor,
+    num_classes: int,
+    num_groups: int,
+    mode: str = "difference",
+    reduction: str = "max",
+    threshold: float | None = None,
+    validate_args: bool = True,
+) -> tuple[Tensor, Tensor]:
+    """Validate the arguments, format the inputs and count: ``(selection, confusion)``."""
+    _group_fairness_arg_validation(num_classes, num_groups, mode, reduction, threshold)
+    preds, target, groups = _group_fairness_format(
+        preds, target, groups, num_classes, num_groups, threshold=threshold, validate_args=validate_args
+    )
+    return _group_fairness_update(preds, target, groups, num_classes, num_groups)
 
 
 def multiclass_group_rates(
@@ -222,13 +274,9 @@ def multiclass_group_rates(
         tensor([[0.5000, 0.5000, 0.0000],
                 [0.0000, 0.0000, 1.0000]], dtype=torch.float64)
     """
-    _group_fairness_arg_validation(num_classes, num_groups, "difference", "max")
-    preds, target_opt, groups = _group_fairness_format(
-        preds, target, groups, num_classes, num_groups, validate_args=validate_args
-    )
-    if target_opt is None:
+    if target is None:
         raise ValueError("target must be given for group rates")
-    selection, confusion = _group_fairness_update(preds, target_opt, groups, num_classes, num_groups)
+    selection, confusion = _counts(preds, target, groups, num_classes, num_groups, validate_args=validate_args)
     return _group_rates_compute(selection, confusion)
 
 
@@ -261,10 +309,8 @@ def multiclass_demographic_parity(
         >>> multiclass_demographic_parity(preds, groups, num_classes=3, num_groups=2)
         tensor(0.3333, dtype=torch.float64)
     """
-    _group_fairness_arg_validation(num_classes, num_groups, mode, reduction)
-    preds, _, groups = _group_fairness_format(preds, None, groups, num_classes, num_groups, validate_args=validate_args)
-    selection, _ = _group_fairness_update(preds, None, groups, num_classes, num_groups)
-    return _demographic_parity_compute(selection, mode, reduction)
+    counts = _counts(preds, None, groups, num_classes, num_groups, mode, reduction, validate_args=validate_args)
+    return _gap_compute("dp", *counts, mode, reduction)
 
 
 def multiclass_equalized_odds(
@@ -302,12 +348,8 @@ def multiclass_equalized_odds(
         >>> multiclass_equalized_odds(preds, target, groups, num_classes=2, num_groups=2)
         tensor(0.5000, dtype=torch.float64)
     """
-    _group_fairness_arg_validation(num_classes, num_groups, mode, reduction)
-    preds, target_opt, groups = _group_fairness_format(
-        preds, target, groups, num_classes, num_groups, validate_args=validate_args
-    )
-    _, confusion = _group_fairness_update(preds, target_opt, groups, num_classes, num_groups)
-    return _disparity(_confusion_cells(confusion, "eo"), mode, reduction)
+    counts = _counts(preds, target, groups, num_classes, num_groups, mode, reduction, validate_args=validate_args)
+    return _gap_compute("eo", *counts, mode, reduction)
 
 
 def multiclass_equal_opportunity(
@@ -342,22 +384,8 @@ def multiclass_equal_opportunity(
         >>> multiclass_equal_opportunity(preds, target, groups, num_classes=3, num_groups=2)
         tensor(1., dtype=torch.float64)
     """
-    _group_fairness_arg_validation(num_classes, num_groups, mode, reduction)
-    preds, target_opt, groups = _group_fairness_format(
-        preds, target, groups, num_classes, num_groups, validate_args=validate_args
-    )
-    _, confusion = _group_fairness_update(preds, target_opt, groups, num_classes, num_groups)
-    return _disparity(_confusion_cells(confusion, "eopp"), mode, reduction)
-
-
-def _binary_format(
-    preds: Tensor, target: Tensor | None, groups: Tensor, num_groups: int, threshold: float, validate_args: bool
-) -> tuple[Tensor, Tensor | None, Tensor]:
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-    return _group_fairness_format(
-        preds, target, groups, 2, num_groups, threshold=threshold, validate_args=validate_args
-    )
+    counts = _counts(preds, target, groups, num_classes, num_groups, mode, reduction, validate_args=validate_args)
+    return _gap_compute("eopp", *counts, mode, reduction)
 
 
 def binary_group_rates(
@@ -390,16 +418,8 @@ def binary_group_rates(
         >>> binary_group_rates(preds, target, groups, num_groups=3)["tpr"]
         tensor([1., nan, 1.], dtype=torch.float64)
     """
-    _group_fairness_arg_validation(2, num_groups, "difference", "max")
-    preds, target_opt, groups = _binary_format(preds, target, groups, num_groups, threshold, validate_args)
-    selection, confusion = _group_fairness_update(preds, target_opt, groups, 2, num_groups)
-    rates = _group_rates_compute(selection, confusion)
-    return {
-        "selection_rate": rates["selection_rate"][:, 1],
-        "tpr": rates["confusion_rate"][:, 1, 1],
-        "fpr": rates["confusion_rate"][:, 0, 1],
-        "group_count": rates["group_count"],
-    }
+    counts = _counts(preds, target, groups, 2, num_groups, threshold=threshold, validate_args=validate_args)
+    return _binary_rates_compute(*counts)
 
 
 def binary_demographic_parity(
@@ -429,10 +449,8 @@ def binary_demographic_parity(
         >>> binary_demographic_parity(torch.tensor([1, 1, 0, 1]), torch.tensor([0, 0, 1, 1]), num_groups=2)
         tensor(0.5000, dtype=torch.float64)
     """
-    _group_fairness_arg_validation(2, num_groups, mode, "max")
-    preds, _, groups = _binary_format(preds, None, groups, num_groups, threshold, validate_args)
-    selection, _ = _group_fairness_update(preds, None, groups, 2, num_groups)
-    return _demographic_parity_compute(selection, mode, "max", positive_only=True)
+    counts = _counts(preds, None, groups, 2, num_groups, mode, threshold=threshold, validate_args=validate_args)
+    return _gap_compute("binary_dp", *counts, mode, "max")
 
 
 def binary_equalized_odds(
@@ -466,11 +484,8 @@ def binary_equalized_odds(
         >>> binary_equalized_odds(preds, target, torch.tensor([0, 0, 0, 1, 1, 1]), num_groups=2)
         tensor(0.5000, dtype=torch.float64)
     """
-    _group_fairness_arg_validation(2, num_groups, mode, "max")
-    preds, target_opt, groups = _binary_format(preds, target, groups, num_groups, threshold, validate_args)
-    _, confusion = _group_fairness_update(preds, target_opt, groups, 2, num_groups)
-    cells = _confusion_cells(confusion, "eo")[:, [1, 3]]  # FPR (y=0, k=1) and TPR (y=1, k=1)
-    return _disparity(cells, mode, "max")
+    counts = _counts(preds, target, groups, 2, num_groups, mode, threshold=threshold, validate_args=validate_args)
+    return _gap_compute("binary_eo", *counts, mode, "max")
 
 
 def binary_equal_opportunity(
@@ -504,7 +519,5 @@ def binary_equal_opportunity(
         >>> binary_equal_opportunity(preds, target, torch.tensor([0, 0, 0, 1, 1, 1]), num_groups=2)
         tensor(0.5000, dtype=torch.float64)
     """
-    _group_fairness_arg_validation(2, num_groups, mode, "max")
-    preds, target_opt, groups = _binary_format(preds, target, groups, num_groups, threshold, validate_args)
-    _, confusion = _group_fairness_update(preds, target_opt, groups, 2, num_groups)
-    return _disparity(_confusion_cells(confusion, "binary_eopp"), mode, "max")
+    counts = _counts(preds, target, groups, 2, num_groups, mode, threshold=threshold, validate_args=validate_args)
+    return _gap_compute("binary_eopp", *counts, mode, "max")
