@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann
+from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
+from lightning_icml26.callbacks.georeg import GeoReg
+from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
-
-__all__ = ["MetricsPlot", "plot_history"]
-
 from lightning_icml26.callbacks.sparsity import (
     MagnitudePrune,
     SparsityMonitor,
@@ -15,24 +16,18 @@ from lightning_icml26.callbacks.sparsity import (
     threshold_sweep,
 )
 
-__all__ += [
-    "MagnitudePrune",
-    "SparsityMonitor",
+__all__ = [
+    "BoltzmannEvalCallback",
     "classification_accuracy",
+    "FairReductionCallback",
+    "GeoReg",
     "global_magnitude_threshold",
+    "LOESLayerSelection",
     "magnitude_masks",
+    "MagnitudePrune",
+    "MetricsPlot",
+    "plot_boltzmann",
+    "plot_history",
+    "SparsityMonitor",
     "threshold_sweep",
 ]
-
-from lightning_icml26.callbacks.georeg import GeoReg  # noqa: E402
-from lightning_icml26.callbacks.loes import LOESLayerSelection  # noqa: E402
-
-__all__ += ["GeoReg", "LOESLayerSelection"]
-
-from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann  # noqa: E402
-
-__all__ += ["BoltzmannEvalCallback", "plot_boltzmann"]
-
-from lightning_icml26.callbacks.fair_reduction import FairReductionCallback  # noqa: E402
-
-__all__ += ["FairReductionCallback"]

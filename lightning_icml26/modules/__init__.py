@@ -2,28 +2,31 @@
 
 from __future__ import annotations
 
+from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
 from lightning_icml26.modules.classifier import ClassifierModule
+from lightning_icml26.modules.complementarity import HumanAICombiner
+from lightning_icml26.modules.itc import ITCDecoder, TokenWorldModel, VQTokenizer, rollout
 from lightning_icml26.modules.nets import MLP
-
-__all__ = ["MLP", "ClassifierModule"]
-
+from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe
 from lightning_icml26.modules.resnet import BasicBlock, CifarResNet
 from lightning_icml26.modules.sparse_regression import SparseRegressionModule, support_f1
 
-__all__ += ["BasicBlock", "CifarResNet", "SparseRegressionModule", "support_f1"]
-
-from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
-
-__all__ += ["CausalLMModule", "TinyCausalTransformer", "build_hf_causal_lm"]
-
-from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe  # noqa: E402
-
-__all__ += ["LayerFeatureExtractor", "LayerFusion", "MultiLayerProbe"]
-
-from lightning_icml26.modules.itc import ITCDecoder, TokenWorldModel, VQTokenizer, rollout  # noqa: E402
-
-__all__ += ["ITCDecoder", "TokenWorldModel", "VQTokenizer", "rollout"]
-
-from lightning_icml26.modules.complementarity import HumanAICombiner  # noqa: E402
-
-__all__ += ["HumanAICombiner"]
+__all__ = [
+    "BasicBlock",
+    "build_hf_causal_lm",
+    "CausalLMModule",
+    "CifarResNet",
+    "ClassifierModule",
+    "HumanAICombiner",
+    "ITCDecoder",
+    "LayerFeatureExtractor",
+    "LayerFusion",
+    "MLP",
+    "MultiLayerProbe",
+    "rollout",
+    "SparseRegressionModule",
+    "support_f1",
+    "TinyCausalTransformer",
+    "TokenWorldModel",
+    "VQTokenizer",
+]
