@@ -7,6 +7,7 @@ optimizer factory exactly as it swaps in :class:`~lightning_icml26.optim.ReWASGD
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,12 +35,12 @@ def _check_sgd(group: dict[str, Any]) -> None:
         raise ValueError(f"momentum must lie in [0, 1), got {mu}")
 
 
-class _WeightSGD(Optimizer):
+class _WeightSGD(Optimizer, abc.ABC):
     """Shared loop of the baselines that update the model's own weights: subclasses give the new weights."""
 
+    @abc.abstractmethod
     def _new_weights(self, group: dict[str, Any], state: dict[str, Any], x: torch.Tensor, g: torch.Tensor) -> Any:
         """Weights after one step from ``x`` (latent precision) with loss gradient ``g``."""
-        raise NotImplementedError  # pragma: no cover - every subclass overrides it
 
     @torch.no_grad()
     def step(self, closure: Closure | None = None) -> Any:  # type: ignore[override]

@@ -27,6 +27,7 @@ Design choices of this project (not stated by the authors; see ``../shared/metho
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -188,7 +189,7 @@ def _adaptive_scale(y: torch.Tensor, K: float, M: float, eps: float) -> torch.Te
     return scale
 
 
-class _ReWABase(_LatentStateOptimizer):
+class _ReWABase(_LatentStateOptimizer, abc.ABC):
     _latent_keys = ("y",)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -200,8 +201,9 @@ class _ReWABase(_LatentStateOptimizer):
             _check_power(group["K"], group["M"], group["eps"])
         self._check_extra(group)
 
-    def _check_extra(self, group: dict[str, Any]) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _check_extra(self, group: dict[str, Any]) -> None:
+        """Validate the hyper-parameters specific to the subclass's update rule."""
 
     def _latent(self, p: torch.Tensor, group: dict[str, Any]) -> torch.Tensor:
         """The latent ``y`` of ``p``, created or re-synchronised with ``p`` as needed."""
