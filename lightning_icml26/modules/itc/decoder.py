@@ -22,6 +22,13 @@ Per imagined frame with ``L`` cell tokens (Kim et al., ICML 2026; method note ``
 Deviations from the official code (documented, deliberate): forbidden pairs cost ``+inf`` (zero mass)
 instead of the finite 100, so rounding can never pick them; the greedy rounding ranks pairs by the log of
 the plan (identical order to the plan, robust to underflow).
+
+Two readings of ``p_j``: the default ``perturbed_probs=True`` follows the official code (softmax of the
+Gumbel-perturbed logits); ``perturbed_probs=False`` follows the paper text (softmax of the logits). They behave
+very differently on stochastic objects. With perturbed probabilities, a copy overrides the sample at ``j`` only
+when the copied token's perturbed probability plus ``trash_cost`` beats the sampled token's, that is only on
+close calls. With plain probabilities, ITC copies wherever the model thinks a token probably stays, so it acts
+like argmax and tends to freeze random-walking objects in place. ``benchmarks/itc_rollouts.py`` measures both.
 """
 
 from __future__ import annotations
