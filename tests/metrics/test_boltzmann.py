@@ -17,7 +17,7 @@ from tests._support.skips import requires_module
 GEN = torch.Generator().manual_seed(0)
 
 
-def test_ess_against_numpy_and_batches():
+def test_ess_against_numpy_and_batches() -> None:
     lw = torch.randn(500, generator=GEN, dtype=torch.float64) * 2
     w = np.exp(lw.numpy())
     ref = w.sum() ** 2 / (w**2).sum()
@@ -36,7 +36,7 @@ def test_ess_against_numpy_and_batches():
 
 @requires_module("ot")
 @pytest.mark.parametrize(("n", "m"), [(300, 300), (257, 131), (7, 1000)])
-def test_energy_w2_against_pot(n: int, m: int):
+def test_energy_w2_against_pot(n: int, m: int) -> None:
     import ot
 
     a = torch.randn(n, generator=GEN, dtype=torch.float64) * 3
@@ -57,7 +57,7 @@ def _wrapped_cost(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @requires_module("ot")
-def test_torus_w2_against_scipy_assignment():
+def test_torus_w2_against_scipy_assignment() -> None:
     a = (torch.rand(120, 2, generator=GEN, dtype=torch.float64) * 2 - 1) * math.pi
     b = (
         torch.remainder(a + 0.3 * torch.randn(120, 2, generator=GEN, dtype=torch.float64) + math.pi, 2 * math.pi)
@@ -87,7 +87,7 @@ def _ar1_trajectory(n: int = 3000) -> torch.Tensor:
     return torch.from_numpy(np.concatenate([feats, slow[:, None]], 1))
 
 
-def test_tica_finds_slow_component():
+def test_tica_finds_slow_component() -> None:
     traj = _ar1_trajectory()
     mean, proj = fit_tica(traj[:, :3], lagtime=5, n_components=1)
     tic = ((traj[:, :3] - mean) @ proj).flatten().numpy()
@@ -98,7 +98,7 @@ def test_tica_finds_slow_component():
 
 
 @requires_module("ot")
-def test_tica_w2_against_pot():
+def test_tica_w2_against_pot() -> None:
     import ot
 
     traj = _ar1_trajectory(400)[:, :3]
@@ -120,7 +120,7 @@ def _ess_rank(rank: int, world_size: int) -> float:
 
 
 @pytest.mark.distributed
-def test_ess_sync_across_ranks():
+def test_ess_sync_across_ranks() -> None:
     lw = torch.randn(100, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     ref = float(effective_sample_size(lw))
     for value in run_on_ranks(_ess_rank, 2):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -50,7 +51,9 @@ SETTINGS = [(1.0, None, None), (0.5, None, None), (1.7, None, None), (0.8, 3, No
 
 
 @pytest.mark.parametrize(("temperature", "top_k", "top_p"), SETTINGS)
-def test_enumerated_probabilities_sum_to_one(tiny2: ArBG, temperature: float, top_k: int | None, top_p: float | None):
+def test_enumerated_probabilities_sum_to_one(
+    tiny2: ArBG, temperature: float, top_k: int | None, top_p: float | None
+) -> None:
     tokens = torch.tensor(list(itertools.product(range(6), repeat=2)))
     with torch.no_grad():
         probs = tiny2.token_log_prob(tokens, temperature, top_k, top_p).double().exp()
@@ -64,7 +67,7 @@ def test_enumerated_probabilities_sum_to_one(tiny2: ArBG, temperature: float, to
         assert int((probs == 0).sum()) > 0  # the masks did remove sequences
 
 
-def test_sample_frequencies_match_enumerated_probabilities(tiny2: ArBG):
+def test_sample_frequencies_match_enumerated_probabilities(tiny2: ArBG) -> None:
     tokens = torch.tensor(list(itertools.product(range(6), repeat=2)))
     with torch.no_grad():
         probs = tiny2.token_log_prob(tokens, 0.8, None, 0.9).double().exp()
@@ -75,7 +78,9 @@ def test_sample_frequencies_match_enumerated_probabilities(tiny2: ArBG):
 
 
 @pytest.mark.parametrize(("temperature", "top_k", "top_p"), [(1.0, None, None), (0.7, 5, None), (1.3, None, 0.8)])
-def test_log_prob_of_samples_matches_sampler(tiny3d: ArBG, temperature: float, top_k, top_p):
+def test_log_prob_of_samples_matches_sampler(
+    tiny3d: ArBG, temperature: float, top_k: int | None, top_p: float | None
+) -> None:
     x, log_q = tiny3d.sample_with_log_prob(64, temperature, top_k, top_p, batch_size=40)
     assert x.shape == (64, 3, 3)
     torch.testing.assert_close(tiny3d.log_prob(x, temperature, top_k, top_p), log_q, atol=2e-4, rtol=0)
@@ -83,7 +88,7 @@ def test_log_prob_of_samples_matches_sampler(tiny3d: ArBG, temperature: float, t
     assert float((tiny3d.log_prob(x, temperature * 1.5, top_k, top_p) - log_q).abs().max()) > 1e-2
 
 
-def test_masked_log_softmax_against_dense_reference():
+def test_masked_log_softmax_against_dense_reference() -> None:
     logits = torch.randn(50, 17, generator=torch.Generator().manual_seed(3))
     out = masked_log_softmax(logits, temperature=0.7, top_k=None, top_p=0.5)
     for row, lp in zip(logits.numpy(), out.numpy(), strict=False):
@@ -95,7 +100,7 @@ def test_masked_log_softmax_against_dense_reference():
         np.testing.assert_allclose(lp, ref, atol=1e-5)
 
 
-def test_errors(tiny3d: ArBG):
+def test_errors(tiny3d: ArBG) -> None:
     far = torch.zeros(4, 3, 3, dtype=torch.float64)
     far[1, 0, 0], far[2, 2, 1] = 7.0, -9.0
     with pytest.raises(ValueError, match=r"2 coordinates .*2 of 4.*coord_range"):
@@ -118,13 +123,13 @@ def test_errors(tiny3d: ArBG):
 
 
 @pytest.mark.parametrize(("n", "expected"), [(13, -44.326801), (55, -279.248470)])
-def test_lennard_jones_minima(n: int, expected: float):
+def test_lennard_jones_minima(n: int, expected: float) -> None:
     energy = LennardJonesEnergy(n_atoms=n, oscillator=0.0)
     _, e_min = minimize_energy(energy, icosahedral_cluster(n))
     assert e_min == pytest.approx(expected, abs=1e-4)
 
 
-def test_pair_energies_match_dense_loops():
+def test_pair_energies_match_dense_loops() -> None:
     x = torch.randn(5, 4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 2
     dw = DoubleWellEnergy(kT=2.0)(x)
     lj = LennardJonesEnergy(4, dim=2, sigma=0.9, epsilon=1.5, oscillator=0.5, kT=0.7)(x)
@@ -140,7 +145,7 @@ def test_pair_energies_match_dense_loops():
         assert float(lj[k]) == pytest.approx(e_lj / 0.7)
 
 
-def test_reweighting_recovers_known_mean():
+def test_reweighting_recovers_known_mean() -> None:
     # target exp(-E) = N(1, 0.5^2) in 1-D; proposal N(0, 1); E[x] = 1, E[x^2] = 1.25
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(40000, 1, 1, dtype=torch.float64, generator=gen)
@@ -150,6 +155,7 @@ def test_reweighting_recovers_known_mean():
     w = torch.softmax(res.log_weights, 0)
     assert float((w * x.flatten()).sum()) == pytest.approx(1.0, abs=0.03)
     assert float((w * x.flatten() ** 2).sum()) == pytest.approx(1.25, abs=0.05)
+    assert res.resampled is not None
     assert float(res.resampled.flatten().mean()) == pytest.approx(1.0, abs=0.03)
     # Kish ESS / N -> 1 / E_q[w^2] with w = p / q:  E_q[w^2] = int p^2 / q = (2 pi)^(-1/2) / s2 * sqrt(pi / b)
     # * exp(c^2 / (4 b) - a) with a = 1 / s2, b = a - 1/2, c = 2 a
@@ -164,7 +170,7 @@ def test_reweighting_recovers_known_mean():
     assert int(torch.isinf(clipped.log_weights).sum()) == pytest.approx(400, abs=2)
 
 
-def test_chirality_fix_mirrors_and_counts():
+def test_chirality_fix_mirrors_and_counts() -> None:
     base = torch.tensor([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=torch.float64)
     fix = ChiralityFix.from_reference(base[None].repeat(3, 1, 1), [(0, 1, 2, 3)])
     x = torch.stack([base, -base, base])
@@ -174,13 +180,13 @@ def test_chirality_fix_mirrors_and_counts():
     torch.testing.assert_close(fixed[1], base)
 
 
-def test_flow_baseline_log_prob_matches_samples():
+def test_flow_baseline_log_prob_matches_samples() -> None:
     flow = FlowBG(n_atoms=4, dim=2, scale=1.5, transforms=2, hidden_features=(16,))
     x, log_q = flow.sample_with_log_prob(32)
     torch.testing.assert_close(flow.log_prob(x), log_q, atol=1e-3, rtol=0)
 
 
-def test_reference_sampler_cache(tmp_path):
+def test_reference_sampler_cache(tmp_path: Path) -> None:
     a = reference_samples("dw4", 50, cache_dir=tmp_path, burn_in=20, thin=2)
     assert len(list(tmp_path.glob("dw4-*.npz"))) == 1
     b = reference_samples("dw4", 50, cache_dir=tmp_path, burn_in=20, thin=2)

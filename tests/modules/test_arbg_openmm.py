@@ -19,13 +19,13 @@ def energy() -> AlanineDipeptideEnergy:
     return AlanineDipeptideEnergy(300.0)
 
 
-def test_energy_at_shipped_coordinates(energy: AlanineDipeptideEnergy):
+def test_energy_at_shipped_coordinates(energy: AlanineDipeptideEnergy) -> None:
     x = energy.initial_positions()[None]
     assert float(energy(x)) * energy.kT == pytest.approx(-88.0886, abs=1e-3)  # DATA.md: -88.089 kJ/mol
     assert energy.kT == pytest.approx(8.314462618e-3 * 300.0)
 
 
-def test_gradient_matches_finite_differences(energy: AlanineDipeptideEnergy):
+def test_gradient_matches_finite_differences(energy: AlanineDipeptideEnergy) -> None:
     x = energy.initial_positions()[None].clone().requires_grad_(True)
     (grad,) = torch.autograd.grad(energy(x).sum(), x)
     h = 1e-5
@@ -37,7 +37,7 @@ def test_gradient_matches_finite_differences(energy: AlanineDipeptideEnergy):
         assert float(grad[0, atom, axis]) == pytest.approx(fd, rel=1e-3, abs=1e-2)
 
 
-def test_md_and_analysis(energy: AlanineDipeptideEnergy):
+def test_md_and_analysis(energy: AlanineDipeptideEnergy) -> None:
     traj = langevin_md_openmm(energy, 20, save_every=50, burn_in_steps=500)
     assert traj.shape == (20, 22, 3)
     e = energy(traj)
@@ -45,6 +45,7 @@ def test_md_and_analysis(energy: AlanineDipeptideEnergy):
     assert float(e.std()) > 0
     system = get_system("aldp")
     angles = system.torus(traj)
+    assert angles is not None
     assert angles.shape == (20, 2)
     assert bool((angles.abs() <= math.pi).all())
     # alanine is an L amino acid: every MD frame has the same handedness; mirrored frames are fixed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,6 +156,29 @@ def test_clear_errors() -> None:
         R4RewardModel(2, 1, loss="mse")
 
 
+@pytest.mark.parametrize("loss", ["rmse", "rbrl"])
+def test_l2_penalty_adds_official_unsquared_norms(loss: str) -> None:
+    torch.manual_seed(0)
+    base = R4RewardModel(2, 1, loss=loss, num_classes=3, ensemble_size=2, hidden=6, depth=2)
+    penalised = R4RewardModel(2, 1, loss=loss, num_classes=3, ensemble_size=2, hidden=6, depth=2, l2_lambda=0.01)
+    penalised.load_state_dict(base.state_dict())
+    if loss == "rmse":
+        batch = {
+            "obs": torch.randn(4, 3, 5, 2),
+            "act": torch.randn(4, 3, 5, 1),
+            "ratings": torch.arange(3).repeat(4, 1),
+        }
+    else:
+        batch = {"obs": torch.randn(6, 5, 2), "act": torch.randn(6, 5, 1), "ratings": torch.tensor([0, 1, 2, 0, 1, 2])}
+    # Independent reference: numpy Euclidean norm of every parameter tensor (weights and biases), un-squared.
+    norms = sum(np.linalg.norm(p.detach().numpy().ravel()) for p in base.net.parameters())
+    assert len(list(base.net.parameters())) == 2 * 2 * 3  # 2 members x 3 linear layers x (weight, bias)
+    diff = penalised.compute_loss(batch) - base.compute_loss(batch)
+    assert float(diff) == pytest.approx(0.01 * norms, rel=1e-5)
+    with pytest.raises(ValueError, match="l2_lambda must be a non-negative number, got -0.1"):
+        R4RewardModel(2, 1, l2_lambda=-0.1)
+
+
 def _synthetic(n: int, seed: int) -> Segments:
     gen = torch.Generator().manual_seed(seed)
     obs = torch.randn(n, 8, 3, generator=gen) + torch.randn(n, 1, 3, generator=gen)
@@ -167,6 +191,9 @@ def test_data_module_items_one_segment_per_class() -> None:
     pool = _synthetic(200, 0)
     dm = RatingDataModule(pool, loss="rmse", num_classes=4, num_ratings=60, num_heldout=50, batch_size=16)
     dm.setup("fit")
+    assert dm.heldout is not None
+    assert dm.rated is not None
+    assert dm.ratings is not None
     assert len(dm.heldout) == 50
     assert len(dm.rated) == 60
     batch = next(iter(dm.train_dataloader()))
@@ -180,10 +207,13 @@ def test_data_module_items_one_segment_per_class() -> None:
             assert dm.ratings[index[0]] == c
     bt = RatingDataModule(pool, loss="bradley_terry", num_classes=4, num_ratings=60, num_heldout=50)
     bt.setup("fit")
+    assert bt.pairs is not None
+    assert bt.ratings is not None
     a, b, p = bt.pairs
-    assert len(p) == sum(int(x != y) for x, y in itertools.combinations(bt.ratings.tolist(), 2))
+    assert len(p) == sum(x != y for x, y in itertools.combinations(bt.ratings.tolist(), 2))
     queries = RatingDataModule(pool, loss="bradley_terry", num_ratings=60, num_heldout=50, preference_source="queries")
     queries.setup("fit")
+    assert queries.pairs is not None
     a, b, p = queries.pairs
     assert len(p) == 60
     assert torch.equal(p, (a.true_returns > b.true_returns).float())
@@ -216,6 +246,8 @@ def test_training_aligns_reward_with_true_return(loss: str) -> None:
     )
     trainer.fit(model, datamodule=dm)
     metrics = trainer.test(model, datamodule=dm, verbose=False)[0]
+    assert dm.heldout is not None
+    assert dm.rated is not None
     pred = model.segment_returns(dm.heldout.obs, dm.heldout.act).mean(0).detach().numpy()
     tau = kendalltau(pred, dm.heldout.true_returns.numpy()).statistic
     assert metrics["test_kendall_tau"] == pytest.approx(tau, abs=1e-6)
@@ -226,7 +258,7 @@ def test_training_aligns_reward_with_true_return(loss: str) -> None:
     assert abs(rewards.std().item() - 1) < 1e-3
 
 
-def test_checkpoint_and_resume(tmp_path) -> None:
+def test_checkpoint_and_resume(tmp_path: Path) -> None:
     pool = _synthetic(120, 2)
 
     def make_trainer(steps: int) -> Trainer:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,7 +87,7 @@ def test_importing_modules_leaves_rl_libraries_unimported() -> None:
 
 @requires_module("stable_baselines3")
 @pytest.mark.slow
-def test_recipe_runs_end_to_end(tmp_path) -> None:
+def test_recipe_runs_end_to_end(tmp_path: Path) -> None:
     from lightning_icml26 import _recipes
 
     overrides = [

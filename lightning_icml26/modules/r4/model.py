@@ -8,8 +8,11 @@ by the mean and standard deviation of the predicted per-step reward on the rated
 of every fit), the scale handed to the RL agent.
 
 Deviations from the official code, all documented: segment returns are undiscounted sums (as in the code; a
-summary of the paper writes a discounted sum); every ensemble member sees the same batch (the code's members are
-trained in the same loop as well); the L2 penalty is left to the optimizer's ``weight_decay``.
+summary of the paper writes a discounted sum); every ensemble member sees the same batch and the members are
+updated together by one optimizer on the sum of their losses (the official code trains the members one after
+another, each with its own shuffling of the same rated segments; the members still differ by initialisation).
+The official L2 penalty ``lambda * sum_layers ||theta||_2`` (un-squared norms; 0.01 for cheetah / walker) is the
+``l2_lambda`` option, off by default.
 """
 
 from __future__ import annotations
@@ -96,6 +99,8 @@ class R4RewardModel(LightningModule):
         depth: hidden layers of each network.
         regularization_strength: soft-rank ``eps`` of the ranking MSE (1.0 in the paper).
         rbrl_k: sharpness ``k`` of the RbRL logits (30 in the paper).
+        l2_lambda: weight of the official code's penalty ``sum over parameter tensors of ||theta||_2`` (the
+            Euclidean norm, not squared) added to the loss of any ``loss``; 0 disables it.
         optimizer: factory taking the parameters; default ``Adam(lr=3e-4)`` as in the paper.
 
     Example:
@@ -115,6 +120,7 @@ class R4RewardModel(LightningModule):
         depth: int = 3,
         regularization_strength: float = 1.0,
         rbrl_k: float = 30.0,
+        l2_lambda: float = 0.0,
         optimizer: OptimizerFactory | None = None,
     ) -> None:
         super().__init__()
@@ -123,6 +129,8 @@ class R4RewardModel(LightningModule):
         check_ratings(torch.zeros(1, dtype=torch.long), num_classes)
         if not regularization_strength > 0:
             raise ValueError(f"regularization_strength must be positive, got {regularization_strength!r}")
+        if isinstance(l2_lambda, bool) or not isinstance(l2_lambda, (int, float)) or not l2_lambda >= 0:
+            raise ValueError(f"l2_lambda must be a non-negative number, got {l2_lambda!r}")
         self.save_hyperparameters(ignore=["optimizer"])
         self.net = RewardEnsemble(obs_dim, act_dim, ensemble_size, hidden, depth)
         self.optimizer_factory = optimizer or _default_optimizer
@@ -156,8 +164,17 @@ class R4RewardModel(LightningModule):
         self.reward_std.copy_(raw.std().clamp_min(1e-6) if raw.numel() > 1 else torch.ones(()))
 
     # ------------------------------------------------------------------------------------------------ training
+    def l2_penalty(self) -> torch.Tensor:
+        """``sum over the reward networks' parameter tensors of ||theta||_2`` (the official code's penalty)."""
+        return torch.stack([p.norm() for p in self.net.parameters()]).sum()
+
     def compute_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The configured loss summed over ensemble members."""
+        """The configured loss summed over ensemble members, plus ``l2_lambda * l2_penalty()`` when enabled."""
+        data_loss = self._data_loss(batch)
+        l2_lambda = float(self.hparams.get("l2_lambda", 0.0))
+        return data_loss + l2_lambda * self.l2_penalty() if l2_lambda > 0 else data_loss
+
+    def _data_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         loss = self.hparams["loss"]
         if loss == "rmse":
             obs, act, ratings = batch["obs"], batch["act"], batch["ratings"]  # (B, C, T, d), (B, C)
