@@ -36,7 +36,7 @@ class SplitsDataModule(LightningDataModule):
             self.setup("fit")
         return DataLoader(
             self._splits[split],
-            batch_size=self.hparams["batch_size"],
+            batch_size=int(self.hparams["batch_size"]),
             shuffle=shuffle,
             num_workers=self.hparams.get("num_workers", 0),
         )

@@ -6,14 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = ["BoltzmannDataModule"]
 
 
-class BoltzmannDataModule(LightningDataModule):
+class BoltzmannDataModule(SplitsDataModule):
     """Loaders over reference samples drawn by the project's MCMC / MD runner (cached on disk after the first run).
 
     The sample set is drawn once (``num_train + num_val + num_test`` conformations, time-ordered for MD) and split
@@ -95,15 +96,3 @@ class BoltzmannDataModule(LightningDataModule):
             shuffle=shuffle,
             generator=torch.Generator().manual_seed(self.seed) if shuffle else None,
         )
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training loader."""
-        return self._loader("train", True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation loader."""
-        return self._loader("val", False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test loader."""
-        return self._loader("test", False)

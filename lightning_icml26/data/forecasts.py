@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = [
     "ForecastDataModule",
@@ -429,7 +430,7 @@ def load_forecast_source(source: str, **kwargs: Any) -> ForecastTable:
     raise ValueError(f"source must be one of {_SOURCES}, got {source!r}")
 
 
-class ForecastDataModule(LightningDataModule):
+class ForecastDataModule(SplitsDataModule):
     """Serves a forecast table as ``(p_human, p_model, resolution, features)`` float32 batches.
 
     The rows are shuffled once with ``seed`` and split into train / val / test by ``fractions``; the test
@@ -500,15 +501,3 @@ class ForecastDataModule(LightningDataModule):
         t = self.splits[split]
         data = TensorDataset(t.p_human.float(), t.p_model.float(), t.resolution.float(), t.features.float())
         return DataLoader(data, batch_size=self.batch_size, shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training batches."""
-        return self._loader("train", True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation batches."""
-        return self._loader("val", False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test batches."""
-        return self._loader("test", False)

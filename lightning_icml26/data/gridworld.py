@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = ["GridWorldDataModule", "WindowDataset", "make_gridworld_rollouts"]
 
@@ -144,7 +145,7 @@ class WindowDataset(Dataset):
         )
 
 
-class GridWorldDataModule(LightningDataModule):
+class GridWorldDataModule(SplitsDataModule):
     """Train/val windows of ``context + 1`` frames and test episodes of ``context + test_horizon`` frames.
 
     Args:
@@ -204,7 +205,6 @@ class GridWorldDataModule(LightningDataModule):
         self.height, self.width, self.context = height, width, context
         self.vocab_size = FIRST_OBJECT + num_object_types
         self.object_tokens = list(range(AGENT, self.vocab_size))
-        self._splits: dict[str, Dataset] = {}
 
     def _episodes(self, num: int, length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         hp: Any = self.hparams
@@ -224,20 +224,3 @@ class GridWorldDataModule(LightningDataModule):
         )
         length = hp.context + hp.test_horizon
         self._splits["test"] = WindowDataset(*self._episodes(hp.num_test_episodes, length, hp.seed + 2), length)
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        if split not in self._splits:
-            self.setup()
-        return DataLoader(self._splits[split], batch_size=int(self.hparams["batch_size"]), shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training windows."""
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation windows."""
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test episodes of ``context + test_horizon`` frames."""
-        return self._loader("test", shuffle=False)

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = ["LayerFeatureDataModule", "cached_tensor", "stratified_split"]
 
@@ -85,7 +86,7 @@ def cached_tensor(cache_dir: str | Path | None, key: dict[str, Any], compute: An
     return value
 
 
-class LayerFeatureDataModule(LightningDataModule):
+class LayerFeatureDataModule(SplitsDataModule):
     """Loaders over per-layer features ``(n, L, D)`` with stratified train / val / test splits.
 
     Subclasses override :meth:`load` to produce the features (running a frozen backbone once); the base
@@ -195,18 +196,6 @@ class LayerFeatureDataModule(LightningDataModule):
 
     def _loader(self, name: str, shuffle: bool) -> DataLoader:
         return DataLoader(TensorDataset(*self.subset(name)), batch_size=self.batch_size, shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training loader."""
-        return self._loader("train", True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation loader."""
-        return self._loader("val", False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test loader (never used for selection)."""
-        return self._loader("test", False)
 
     def calibration_dataloader(self) -> DataLoader:
         """Loader over ``calibration_size`` training samples, for :class:`LOESLayerSelection`."""

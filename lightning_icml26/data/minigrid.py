@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule
-from torch.utils.data import DataLoader, Dataset
 
 from lightning_icml26._optional import require
+from lightning_icml26.data._splits import SplitsDataModule
 from lightning_icml26.data.gridworld import WindowDataset
 
 __all__ = ["MINIGRID_VOCAB", "MiniGridDataModule", "make_minigrid_rollouts", "minigrid_token"]
@@ -93,7 +92,7 @@ def make_minigrid_rollouts(
     return torch.stack(all_frames), torch.stack(all_actions)
 
 
-class MiniGridDataModule(LightningDataModule):
+class MiniGridDataModule(SplitsDataModule):
     """Train/val windows and test episodes of MiniGrid symbolic frames (collected in ``setup``).
 
     Args:
@@ -137,7 +136,6 @@ class MiniGridDataModule(LightningDataModule):
         self.num_actions = num_actions
         self.vocab_size = MINIGRID_VOCAB
         self.object_tokens = [minigrid_token(6, 2, 0)]  # blue balls: the moving obstacles
-        self._splits: dict[str, Dataset] = {}
 
     def setup(self, stage: str | None = None) -> None:
         """Collect the three splits from the environment."""
@@ -152,20 +150,3 @@ class MiniGridDataModule(LightningDataModule):
             "val": WindowDataset(*val, window, stride=window),
             "test": WindowDataset(*test, length),
         }
-
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        if split not in self._splits:
-            self.setup()
-        return DataLoader(self._splits[split], batch_size=int(self.hparams["batch_size"]), shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training windows."""
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation windows."""
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test episodes."""
-        return self._loader("test", shuffle=False)

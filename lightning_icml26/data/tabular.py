@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = [
     "FairTabularData",
@@ -402,7 +403,7 @@ def split_indices(num_samples: int, fractions: tuple[float, ...], seed: int = 0)
     return out
 
 
-class FairTabularDataModule(LightningDataModule):
+class FairTabularDataModule(SplitsDataModule):
     """Train / validation / test loaders of ``(x, y)`` (or ``(x, y, a)``) for a fairness data set.
 
     Features are standardised with training statistics. The validation split doubles as the calibration
@@ -482,15 +483,3 @@ class FairTabularDataModule(LightningDataModule):
         data = self.splits[split]
         tensors = (data.x, data.y, data.a) if self.return_groups else (data.x, data.y)
         return DataLoader(TensorDataset(*tensors), batch_size=self.batch_size, shuffle=shuffle)
-
-    def train_dataloader(self) -> DataLoader:
-        """Shuffled training loader."""
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        """Validation (calibration) loader."""
-        return self._loader("val", shuffle=False)
-
-    def test_dataloader(self) -> DataLoader:
-        """Test loader."""
-        return self._loader("test", shuffle=False)
