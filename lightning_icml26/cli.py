@@ -17,14 +17,44 @@ Multi-node: launch the same command with ``torchrun`` or ``srun`` (``python -m l
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sys
 from collections.abc import Sequence
 
+import torch.distributed as dist
 from omegaconf import OmegaConf
 
 from lightning_icml26 import _recipes
 
-__all__ = ["main"]
+__all__ = ["end_process_group", "main"]
+
+#: Seconds a process may spend after training before it is considered hung at exit; it then prints every
+#: thread's stack (``faulthandler``) and exits non-zero instead of hanging silently.
+EXIT_WATCHDOG_SECONDS = 120.0
+
+
+def end_process_group(watchdog_seconds: float = EXIT_WATCHDOG_SECONDS) -> None:
+    """End a distributed run cleanly: a barrier, then ``destroy_process_group()``.
+
+    Without this, a rank whose peers already left can linger in a collective or in the store's
+    shutdown, and a ``torchrun`` job does not exit after training ends. A watchdog armed first turns a
+    hang here into a stack dump and a non-zero exit.
+
+    Args:
+        watchdog_seconds: seconds before a hung teardown dumps the stacks and exits (``<= 0`` disables).
+
+    Example:
+        >>> end_process_group()  # no process group: nothing to do
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if watchdog_seconds > 0:
+        faulthandler.dump_traceback_later(watchdog_seconds, exit=True)
+    try:
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+        faulthandler.cancel_dump_traceback_later()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _recipes.RecipeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    finally:
+        end_process_group()
     if summary.pop("is_global_zero"):
         _print_summary(summary)
     return 0

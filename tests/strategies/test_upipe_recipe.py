@@ -96,16 +96,23 @@ def test_two_node_torchrun_matches_single_node(single_node: tuple[dict, Path], t
             "trainer.devices=1",
         ]
 
-    node0 = subprocess.Popen(command(0), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        node1 = subprocess.run(command(1), env=env, capture_output=True, text=True, timeout=400)
-        out0, _ = node0.communicate(timeout=120)
-    finally:
-        if node0.poll() is None:
-            node0.kill()
-            node0.wait()
-    assert node1.returncode == 0, node1.stdout[-3000:] + node1.stderr[-3000:]
-    assert node0.returncode == 0, out0[-3000:]
+    # Outputs go to files, never to pipes that nobody reads while the other node runs (a full pipe blocks the
+    # writer: the cause of an earlier hang in CI). Node 0 must exit by itself soon after node 1 is done.
+    log0, log1 = tmp_path / "node0.log", tmp_path / "node1.log"
+    with open(log0, "w") as out0, open(log1, "w") as out1:
+        node0 = subprocess.Popen(command(0), env=env, stdout=out0, stderr=subprocess.STDOUT)
+        try:
+            node1 = subprocess.run(command(1), env=env, stdout=out1, stderr=subprocess.STDOUT, timeout=400)
+            try:
+                node0.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pytest.fail("node 0 did not exit within 30 s of node 1:\n" + log0.read_text()[-3000:])
+        finally:
+            if node0.poll() is None:
+                node0.kill()
+                node0.wait()
+    assert node1.returncode == 0, log1.read_text()[-3000:]
+    assert node0.returncode == 0, log0.read_text()[-3000:]
     two_node = _train_losses(run_dir)
     single = _train_losses(single_dir)
     assert len(two_node) == len(single) == 4
