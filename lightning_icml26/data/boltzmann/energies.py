@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
+from scipy.optimize import minimize
 from torch import Tensor
 
 from lightning_icml26._optional import require
@@ -277,8 +278,6 @@ def minimize_energy(energy: Any, x0: Tensor, max_iter: int = 2000) -> tuple[Tens
         >>> round(e_min, 4)
         -44.3268
     """
-    from scipy.optimize import minimize
-
     shape = tuple(x0.shape)
 
     def fun(flat: np.ndarray) -> tuple[float, np.ndarray]:
