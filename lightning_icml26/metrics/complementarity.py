@@ -25,15 +25,14 @@ from torch import Tensor
 from torchmetrics import Metric
 
 from lightning_icml26.algorithms.complementarity import check_interval, check_pool_weight
+from lightning_icml26.metrics.functional._forecast_format import _check_num_classes, _format_pair
 from lightning_icml26.metrics.functional.complementarity import (
     _AVERAGES,
     Average,
     LossFn,
     LossName,
     _check_loss,
-    _check_num_classes,
     _correlation_sums,
-    _format_pair,
     _gain_compute,
     _gain_sums,
     _pearson_from_sums,

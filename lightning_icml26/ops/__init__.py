@@ -5,10 +5,8 @@ Triton kernels live beside a pure-torch reference; never imports lightning."""
 from __future__ import annotations
 
 from lightning_icml26.ops.assignment import (
-    DECODERS,
-    ITCDecoder,
+    SOLVERS,
     build_itc_cost,
-    decode_next_frame,
     grid_coordinates,
     gumbel_noise,
     solve_assignment,
@@ -26,6 +24,7 @@ from lightning_icml26.ops.attention import (
     upipe_qkv_attention,
 )
 from lightning_icml26.ops.georeg import GeoRegLoss, georeg_penalty
+from lightning_icml26.ops.itc_decoder import DECODERS, ITCDecoder, decode_next_frame
 from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log
 from lightning_icml26.ops.soft_rank import isotonic_regression_decreasing, soft_rank, soft_sort
 
@@ -50,6 +49,7 @@ __all__ = [
     "soft_rank",
     "soft_sort",
     "solve_assignment",
+    "SOLVERS",
     "ulysses_attention",
     "upipe_attention",
     "upipe_qkv_attention",

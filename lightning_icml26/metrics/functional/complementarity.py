@@ -1,9 +1,8 @@
 """Human-AI complementarity measured from data: error correlation, the team's gain, the robust pooling weight.
 
 A human forecast ``H = Y + e_H`` and an AI forecast ``A = Y + e_A`` are pooled, ``T = (1 - w) H + w A``. These
-functions estimate from forecasts and outcomes what the decision theory in
-:mod:`lightning_icml26.algorithms.complementarity` takes as known: the error scales ``sigma_H``, ``sigma_A``,
-the error correlation ``rho``, and the realised gain of the team over the human.
+functions estimate from data what :mod:`lightning_icml26.algorithms.complementarity` takes as known (``sigma_H``,
+``sigma_A``, ``rho``) and the realised gain of the team over the human.
 
 Conventions and deviations (also documented in the metric classes):
 
@@ -13,8 +12,7 @@ Conventions and deviations (also documented in the metric classes):
   :func:`error_correlation` (``corr(p_H - y, p_A - y)``) is the usual centred Pearson correlation.
 * Multi-class probability forecasts ``(N, K)`` use the multi-class Brier score ``sum_k (p_k - [y = k])^2``;
   the moments are then summed over classes, and :func:`error_correlation` reports one correlation per class.
-* :func:`robust_pooling` plugs the estimated ``sigma_H`` (and ``rho`` unless an interval is given) into
-  :func:`~lightning_icml26.algorithms.complementarity.robust_pooling_weight`.
+* :func:`robust_pooling` plugs the estimates into :func:`~lightning_icml26.algorithms.robust_pooling_weight`.
 """
 
 from __future__ import annotations
@@ -30,13 +28,18 @@ from lightning_icml26.algorithms.complementarity import (
     Number,
     check_interval,
     check_pool_weight,
-    check_real_tensor,
     check_unit_interval,
     correlation_threshold,
     oracle_pooling_weight,
     pooling_gain,
     robust_pooling_weight,
     robust_weight_cap,
+)
+from lightning_icml26.metrics.functional._forecast_format import (
+    _check_num_classes,
+    _format_forecast,
+    _format_pair,
+    _format_target,
 )
 
 __all__ = [
@@ -58,82 +61,7 @@ _AVERAGES = ("none", "macro", "micro")
 
 
 # ----------------------------------------------------------------------------------------------------------
-# input checks
-# ----------------------------------------------------------------------------------------------------------
-
-
-def _check_num_classes(num_classes: int | None) -> None:
-    if num_classes is None:
-        return
-    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
-        raise ValueError(f"num_classes must be None (one forecast per item) or an integer >= 2, got {num_classes!r}")
-
-
-def _format_forecast(
-    name: str, preds: Tensor, num_classes: int | None, probabilities: bool, validate_args: bool
-) -> Tensor:
-    preds = check_real_tensor(name, preds)
-    if num_classes is None:
-        if preds.ndim != 1:
-            raise ValueError(f"{name} must have shape (N,) when num_classes is None, got {tuple(preds.shape)}")
-    elif preds.ndim != 2 or preds.shape[1] != num_classes:
-        raise ValueError(f"{name} must have shape (N, {num_classes}), got {tuple(preds.shape)}")
-    preds = preds.double()
-    if validate_args and (probabilities or num_classes is not None):
-        check_unit_interval(name, preds)
-        if num_classes is not None and preds.numel():
-            total = preds.sum(1)
-            worst = float((total - 1.0).abs().max())
-            if worst > 1e-4:
-                raise ValueError(f"{name} rows must sum to 1 (class probabilities), got a row summing to "
-                                 f"{float(total[(total - 1.0).abs().argmax()]):.6g}")  # fmt: skip
-    return preds
-
-
-def _format_target(target: Tensor, n: int, num_classes: int | None, probabilities: bool, validate: bool) -> Tensor:
-    target = check_real_tensor("target", target)
-    if target.ndim != 1:
-        raise ValueError(f"target must have shape (N,), got {tuple(target.shape)}")
-    if target.shape[0] != n:
-        raise ValueError(f"target must have the same length as the forecasts ({n}), got {target.shape[0]}")
-    if num_classes is None:
-        target = target.double()
-        if validate and probabilities:
-            check_unit_interval("target", target)
-        return target.unsqueeze(1)
-    if target.is_floating_point():
-        if validate and target.numel() and not torch.equal(target, target.round()):
-            raise ValueError("target must hold class ids (integers) when num_classes is given")
-        target = target.long()
-    if validate and target.numel():
-        low, high = int(target.min()), int(target.max())
-        if low < 0 or high >= num_classes:
-            raise ValueError(f"target must hold class ids in [0, {num_classes}), got values in [{low}, {high}]")
-    return torch.nn.functional.one_hot(target.long(), num_classes).double()
-
-
-def _format_pair(
-    p_human: Tensor,
-    p_ai: Tensor,
-    target: Tensor,
-    num_classes: int | None,
-    probabilities: bool,
-    validate_args: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Both forecasts and the target as float64 ``(N, C)`` (``C = num_classes`` or 1)."""
-    _check_num_classes(num_classes)
-    h = _format_forecast("p_human", p_human, num_classes, probabilities, validate_args)
-    a = _format_forecast("p_ai", p_ai, num_classes, probabilities, validate_args)
-    if h.shape[0] != a.shape[0]:
-        raise ValueError(f"p_human and p_ai must have the same length, got {h.shape[0]} and {a.shape[0]}")
-    y = _format_target(target, h.shape[0], num_classes, probabilities, validate_args)
-    if num_classes is None:
-        h, a = h.unsqueeze(1), a.unsqueeze(1)
-    return h, a, y
-
-
-# ----------------------------------------------------------------------------------------------------------
-# residuals, losses, pooling
+# residuals and losses
 # ----------------------------------------------------------------------------------------------------------
 
 
@@ -398,7 +326,7 @@ def complementarity_gain(
 
 
 # ----------------------------------------------------------------------------------------------------------
-# closed forms of the note
+# the robust pooling weight estimated from data
 # ----------------------------------------------------------------------------------------------------------
 
 
