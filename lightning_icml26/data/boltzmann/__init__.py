@@ -6,9 +6,9 @@ optional ``molecules`` extra), loaded only when that system is used.
 
 from __future__ import annotations
 
+from lightning_icml26.data.boltzmann.alanine import AlanineDipeptideEnergy
 from lightning_icml26.data.boltzmann.datamodule import BoltzmannDataModule
 from lightning_icml26.data.boltzmann.energies import (
-    AlanineDipeptideEnergy,
     DoubleWellEnergy,
     Energy,
     LennardJonesEnergy,

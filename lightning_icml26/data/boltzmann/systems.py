@@ -21,7 +21,8 @@ import torch
 from torch import Tensor
 
 from lightning_icml26._optional import require
-from lightning_icml26.data.boltzmann.energies import AlanineDipeptideEnergy, DoubleWellEnergy, LennardJonesEnergy
+from lightning_icml26.data.boltzmann.alanine import AlanineDipeptideEnergy
+from lightning_icml26.data.boltzmann.energies import DoubleWellEnergy, LennardJonesEnergy
 
 __all__ = [
     "BoltzmannSystem",

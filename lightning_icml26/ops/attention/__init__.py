@@ -27,7 +27,8 @@ from lightning_icml26.ops.attention.routing import (
     route_hf_model,
 )
 from lightning_icml26.ops.attention.ulysses import ulysses_attention
-from lightning_icml26.ops.attention.upipe import upipe_attention, upipe_qkv_attention, upipe_schedule
+from lightning_icml26.ops.attention.upipe import upipe_qkv_attention, upipe_schedule
+from lightning_icml26.ops.attention.upipe_fused import upipe_attention
 
 __all__ = [
     "apply_rotary",
