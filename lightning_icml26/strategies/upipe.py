@@ -10,13 +10,10 @@
   rank's shard, with the layout the attention backend expects (``"contiguous"`` for UPipe / Ulysses,
   ``"headtail"`` zigzag for ring), and adds the global ``position_ids`` of the local tokens;
 * at ``setup`` the model's attention is routed through the chosen context-parallel function without
-  editing the model: every :class:`lightning_icml26.ops.attention.UPipeAttention` gets the group, and every
-  transformers model is switched to a context-parallel function registered in transformers'
-  ``AttentionInterface`` (:mod:`lightning_icml26.ops.attention.routing`);
+  editing the model (:func:`lightning_icml26.ops.route_attention`);
 * the loss returned by ``training_step`` (a mean over this rank's scored tokens) is re-weighted by its
   token count so that the gradient is that of the mean over all scored tokens of the global batch, and the
-  gradients are averaged over the whole data x context mesh before the optimizer step (and before
-  gradient clipping);
+  gradients are averaged over the whole mesh before the optimizer step (and before gradient clipping);
 * checkpoints hold the full (replicated) weights and optimizer state, written once by global rank zero.
 
 Deviations from the method note (``../shared/methods/07-upipe.md``), on purpose:
@@ -35,7 +32,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
-import torch.distributed as dist
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.utilities.init import _materialize_distributed_module
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
@@ -48,7 +44,13 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_icml26.distributed import shard_batch
+from lightning_icml26.distributed import (
+    all_reduce_mean,
+    broadcast_tensors,
+    mesh_sizes,
+    shard_batch,
+    token_share_scale,
+)
 from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES, route_attention
 
 if TYPE_CHECKING:
@@ -178,27 +180,7 @@ class UPipeStrategy(ModelParallelStrategy):
             >>> UPipeStrategy().mesh_sizes(4), UPipeStrategy(context_parallel_size=2).mesh_sizes(4)
             ((1, 4), (2, 2))
         """
-        cp, dp = self._cp_size_arg, self._dp_size_arg
-        if cp == "auto" and dp == "auto":
-            dp = 1
-        if cp == "auto":
-            assert isinstance(dp, int)
-            if world_size % dp != 0:
-                raise ValueError(f"data_parallel_size={dp} does not divide the world size {world_size}")
-            cp = world_size // dp
-        if dp == "auto":
-            if world_size % cp != 0:
-                raise ValueError(
-                    f"context_parallel_size={cp} does not divide the world size {world_size}"
-                    " (devices x num_nodes); choose a divisor of it"
-                )
-            dp = world_size // cp
-        if dp * cp != world_size:
-            raise ValueError(
-                f"data_parallel_size={dp} x context_parallel_size={cp} = {dp * cp} must equal the world size"
-                f" {world_size} (devices x num_nodes)"
-            )
-        return dp, cp
+        return mesh_sizes(world_size, self._cp_size_arg, self._dp_size_arg)
 
     @property
     def context_parallel_size(self) -> int:
@@ -295,33 +277,12 @@ class UPipeStrategy(ModelParallelStrategy):
 
     def _broadcast_module_state(self, module: nn.Module) -> None:
         """Copy parameters and buffers of global rank zero to every rank (a flat broadcast per dtype)."""
-        if not dist.is_available() or not dist.is_initialized() or dist.get_world_size() == 1:
-            return
-        tensors = [t for t in [*module.parameters(), *module.buffers()] if t.numel() > 0]
-        for group in _by_dtype(tensors):
-            flat = torch.cat([t.detach().reshape(-1) for t in group])
-            dist.broadcast(flat, src=0)
-            with torch.no_grad():
-                offset = 0
-                for t in group:
-                    t.copy_(flat[offset : offset + t.numel()].view_as(t))
-                    offset += t.numel()
+        broadcast_tensors([*module.parameters(), *module.buffers()], src=0)
 
     def reduce_gradients(self) -> None:
         """Average the gradients over the whole data x context mesh (one all-reduce per dtype)."""
-        if not dist.is_initialized() or dist.get_world_size() == 1:
-            return
         assert self.model is not None
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        world = dist.get_world_size()
-        for group in _by_dtype(grads):
-            flat = torch.cat([g.reshape(-1) for g in group])
-            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-            flat.div_(world)
-            offset = 0
-            for g in group:
-                g.copy_(flat[offset : offset + g.numel()].view_as(g))
-                offset += g.numel()
+        all_reduce_mean([p.grad for p in self.model.parameters() if p.grad is not None])
 
     # ------------------------------------------------------------------ data and loss
     @override
@@ -352,18 +313,8 @@ class UPipeStrategy(ModelParallelStrategy):
         )
 
     def _token_scale(self, batch: Any) -> float | None:
-        if self.label_key is None or not dist.is_initialized() or dist.get_world_size() == 1:
-            return None
-        labels = _lookup(batch, self.label_key)
-        if not isinstance(labels, Tensor):
-            return None
-        counts = torch.tensor([float((labels != self.ignore_index).sum())], dtype=torch.float64, device=labels.device)
-        local = float(counts)
-        dist.all_reduce(counts, op=dist.ReduceOp.SUM)
-        total = float(counts)
-        if total == 0:
-            return None
-        return local * dist.get_world_size() / total
+        labels = None if self.label_key is None else _lookup(batch, self.label_key)
+        return token_share_scale(labels, self.ignore_index) if isinstance(labels, Tensor) else None
 
     @override
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
@@ -439,13 +390,6 @@ class UPipeStrategy(ModelParallelStrategy):
         ):
             if name not in registry:
                 registry.register(name, cls, description=description, attention=attention)
-
-
-def _by_dtype(tensors: Sequence[Tensor]) -> list[list[Tensor]]:
-    groups: dict[tuple[torch.dtype, torch.device], list[Tensor]] = {}
-    for t in tensors:
-        groups.setdefault((t.dtype, t.device), []).append(t)
-    return list(groups.values())
 
 
 def _lookup(batch: Any, key: str | int) -> Any:
