@@ -13,6 +13,7 @@ from scipy import optimize
 from torch import Tensor
 
 __all__ = [
+    "best_iterate",
     "eg_multipliers",
     "eg_update",
     "mixture_weights",
@@ -218,3 +219,21 @@ def mixture_weights(errors: np.ndarray, cells: np.ndarray, alpha: float) -> np.n
         raise RuntimeError(f"the mixture LP did not solve: {res.message}")
     weights = np.clip(res.x[:num_cand], 0.0, None)
     return weights / weights.sum()
+
+
+def best_iterate(errors: np.ndarray, gaps: np.ndarray, alpha: float) -> int:
+    """Index of the most accurate iterate whose gap is at most ``alpha``, else of the one with the smallest gap.
+
+    Args:
+        errors: training error of each iterate.
+        gaps: largest constrained gap of each iterate.
+        alpha: the tolerance (a gap within ``1e-9`` of it counts as meeting it).
+
+    Example:
+        >>> best_iterate(np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.05, 0.01]), 0.1)
+        1
+        >>> best_iterate(np.array([0.1, 0.2]), np.array([0.5, 0.3]), 0.1)
+        1
+    """
+    ok = np.flatnonzero(np.asarray(gaps) <= alpha + 1e-9)
+    return int(ok[np.argmin(np.asarray(errors)[ok])]) if ok.size else int(np.argmin(gaps))

@@ -49,6 +49,7 @@ from lightning_icml26.algorithms.fairness._common import (
 from lightning_icml26.algorithms.fairness.eg import (
     _cell_shape,
     _eg_lambda,
+    best_iterate,
     eg_multipliers,
     eg_update,
     mixture_weights,
@@ -214,8 +215,7 @@ class ExponentiatedGradientReduction:
         self.train_gap_ = self._gap(mixture, yy, aa)
         gaps = np.array([h["gap"] for h in self.history_])
         errs = np.array([h["error"] for h in self.history_])
-        ok = np.flatnonzero(gaps <= self.alpha + 1e-9)
-        self.best_index_ = int(ok[np.argmin(errs[ok])]) if ok.size else int(np.argmin(gaps))
+        self.best_index_ = best_iterate(errs, gaps, self.alpha)
         return self
 
     def _confusion(self, dist: np.ndarray, y: np.ndarray, a: np.ndarray) -> Tensor:
