@@ -203,6 +203,8 @@ def launch(spec: Launch) -> int:
     """
     previous_error_mode = os.environ.get("HYDRA_FULL_ERROR")
     saved_argv = sys.argv
+    # folders a dry run may create (Hydra makes the run folder); removed again afterwards if left empty
+    created = [p for p in (spec.run_dir, *list(spec.run_dir.parents)[:2]) if not p.exists()]
     try:
         arguments = _hydra_arguments(spec)
         os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -221,8 +223,9 @@ def launch(spec: Launch) -> int:
         else:
             os.environ["HYDRA_FULL_ERROR"] = previous_error_mode
         end_process_group()
-        if spec.dry_run and spec.run_dir.is_dir() and not any(spec.run_dir.iterdir()):
-            spec.run_dir.rmdir()  # the empty folder Hydra made for a dry run
+        for folder in created if spec.dry_run else []:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
     for failure in spec.failures:
         if not isinstance(failure, _recipes.RecipeError):
             raise failure
