@@ -332,7 +332,13 @@ def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[s
             if isinstance(callback, MetricsPlot):  # fit ended before on_fit_end: draw the epochs seen
                 callback.on_fit_end(trainer, built.model)
     elif cfg.get("test_after_fit", True) and _has_test_loader(built.datamodule):
-        trainer.test(built.model, datamodule=built.datamodule, verbose=False)
+        try:
+            with _kept_sigint():
+                trainer.test(built.model, datamodule=built.datamodule, verbose=False)
+        except SystemExit:
+            if not trainer.interrupted:
+                raise
+            return "interrupted", figures
         figures.update(_scalars(trainer.callback_metrics))
     return status, figures
 
