@@ -22,6 +22,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -315,7 +316,9 @@ def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[s
             history.set_aside()
     status = "finished"
     try:
-        with _kept_sigint():
+        with _kept_sigint(), warnings.catch_warnings():
+            if writes:  # CSVLogger warns that it deletes the old metrics.csv; the history was set aside above
+                warnings.filterwarnings("ignore", message="Experiment logs directory .* exists and is not empty")
             trainer.fit(built.model, datamodule=built.datamodule, ckpt_path=cfg.get("ckpt_path"))
     except SystemExit:
         # Lightning handles a KeyboardInterrupt in fit: hooks, teardown, then sys.exit(1).
