@@ -12,6 +12,7 @@ from lightning.pytorch.callbacks import Callback
 from torch import Tensor
 from typing_extensions import override
 
+from lightning_icml26._optional import require_pyplot
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
 
 __all__ = ["BoltzmannEvalCallback", "plot_boltzmann"]
@@ -34,10 +35,7 @@ def plot_boltzmann(
         >>> p.is_file()
         True
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require_pyplot()
 
     panels = 2 if reference_angles is not None and generated_angles is not None else 1
     fig, axes = plt.subplots(

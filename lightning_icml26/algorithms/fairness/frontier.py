@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from lightning_icml26._optional import require_pyplot
 from lightning_icml26.algorithms.fairness._common import (
     check_alpha,
     check_count,
@@ -93,10 +94,7 @@ def plot_frontier(curves: dict[str, list[dict[str, float]]], path: str | Path, t
         >>> out.is_file()
         True
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require_pyplot()
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
