@@ -42,7 +42,7 @@ from scipy.stats import kendalltau, spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import benchmark_parser, markdown_table, ratio, write_json
+from _common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 
 from lightning_icml26._optional import is_available
 from lightning_icml26.modules.r4 import R4RewardModel, RatingDataModule
@@ -136,6 +136,18 @@ def policy_runs(seeds: list[int], args: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """R4 at least every baseline: the smallest Kendall-tau margin R4 minus baseline, over envs and baselines."""
+    margins = []
+    for env in sorted({r["env"] for r in rows}):
+        env_rows = {r["method"]: r for r in rows if r["env"] == env}
+        if "r4" not in env_rows:
+            continue
+        r4_tau = env_rows["r4"]["kendall_tau"]
+        margins += [r4_tau - r["kendall_tau"] for name, r in env_rows.items() if name != "r4"]
+    return {"kendall_tau_margin_min": target(min(margins) if margins else float("nan"), ">=", 0.0)}
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="also run short SAC policy-learning runs")
@@ -185,6 +197,8 @@ def main() -> None:
         verdict = all(r4["kendall_tau"] >= r["kendall_tau"] and r4["spearman"] >= r["spearman"]
                       for r in env_rows.values())  # fmt: skip
         print(f"\n{env}: R4 >= every baseline on both tau and rho: {verdict}")
+    figures["targets"] = build_targets(rows)
+    print_targets(figures["targets"])
     write_json(args.json, "r4_reward", figures, args)
 
 
