@@ -1,5 +1,5 @@
 """Robust human-AI pooling against naive averaging, deferral and a tuned weight, over error correlations and
-AI quality levels (method note 13; the formalisation is the note's reconstruction).
+AI quality levels (docs/complementarity.md; the formalisation is this project's reconstruction).
 
 Setting (asymmetric information): the decision maker knows its own error scale (sigma_H = 1) and sees a small
 calibration split, but the deployed AI's error scale is only known to lie in [0.5, 3.0]; the AI seen on the

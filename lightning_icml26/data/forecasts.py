@@ -5,7 +5,7 @@ an alias of ``p_model``), optionally with numeric feature columns for a feature-
 
 * :func:`load_forecasts`: a user's CSV or JSON file (no download; ForecastBench files must be fetched by the
   user beforehand).
-* :func:`make_forecasting_task`: generated tasks with a controlled error correlation ``rho`` (method note 13,
+* :func:`make_forecasting_task`: generated tasks with a controlled error correlation ``rho`` (docs/complementarity.md,
   reproduction plan): ``kind="gaussian"`` (``H = Y + e_H``, ``A = Y + e_A``, real-valued) or ``kind="binary"``
   (latent logit ``z ~ N(0, latent_scale^2)``, ``Y ~ Bernoulli(sigmoid(z))``, each forecaster reports
   ``sigmoid(z + e)``). ``(e_H, e_A)`` is bivariate normal with scales ``sigma_human``, ``sigma_ai`` and

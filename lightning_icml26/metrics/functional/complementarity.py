@@ -1,7 +1,7 @@
 """Human-AI complementarity: error correlation, team gain and the robust pooling weight (functional forms).
 
-Method note 13 ("Towards Robust Human-AI Complementarity under Uncertainty", ICML 2026; abstract only, the
-formalisation below is the note's reconstruction). A human forecast ``H = Y + e_H`` and an AI forecast
+"Towards Robust Human-AI Complementarity under Uncertainty" (ICML 2026; only the abstract is public, the
+formalisation below is this project's reconstruction, see docs/complementarity.md). A human forecast ``H = Y + e_H`` and an AI forecast
 ``A = Y + e_A`` are pooled linearly, ``T = (1 - w) H + w A``. With error scales ``sigma_H``, ``sigma_A`` and
 error correlation ``rho``:
 
@@ -17,13 +17,13 @@ error correlation ``rho``:
   form (:func:`robust_pooling_weight`); a strictly positive guaranteed gain exists iff
   ``rho_hi < sigma_H / hi`` (:func:`correlation_threshold`).
 
-Conventions and deviations from the note (all documented here and in the metric classes):
+Conventions and deviations from that reconstruction (all documented here and in the metric classes):
 
 * ``w`` is restricted to ``[0, 1]`` (a convex combination keeps probability forecasts in ``[0, 1]``).
 * Error "scales" estimated from data are **root mean squared errors** and ``rho`` the **uncentred**
   correlation ``E[e_H e_A] / (sigma_H sigma_A)`` (:func:`error_moments`). With these the identity
   ``L_H - L_team(w) = G(w)`` holds *exactly* for the empirical squared / Brier loss, biases included.
-  :func:`error_correlation` (the note's ``corr(p_H - y, p_A - y)``) is the usual centred Pearson correlation.
+  :func:`error_correlation` (the reconstruction's ``corr(p_H - y, p_A - y)``) is the usual centred Pearson correlation.
 * Multi-class probability forecasts ``(N, K)`` use the multi-class Brier score ``sum_k (p_k - [y = k])^2``;
   the moments are then summed over classes, and :func:`error_correlation` reports one correlation per class.
 * The "abstention/deferral rule" of the No-Free-Lunch paper (arXiv 2411.15230) is realised as
@@ -511,7 +511,7 @@ def complementarity_gain(
 
 
 # ----------------------------------------------------------------------------------------------------------
-# closed forms of the note
+# closed forms of the reconstruction
 # ----------------------------------------------------------------------------------------------------------
 
 
@@ -700,7 +700,7 @@ def robust_pooling(
     """Functional twin of :class:`~lightning_icml26.metrics.RobustPoolingWeight`.
 
     Estimates ``sigma_human`` (RMSE) and, unless ``rho_range`` is given, ``rho`` (uncentred) from the data,
-    then returns the decision-theoretic quantities of the note: ``robust_weight`` ``w*``,
+    then returns the decision-theoretic quantities of the reconstruction: ``robust_weight`` ``w*``,
     ``guaranteed_gain`` ``G*``, ``weight_cap`` (largest safe weight), ``rho_threshold`` ``s_H / hi``,
     ``oracle_weight`` and ``oracle_gain`` (with the estimated ``sigma_ai``), ``gain_at_robust_weight``
     (the realised ``L_H - L_team(w*)`` for the Brier / squared loss) and the estimates ``sigma_human``,
