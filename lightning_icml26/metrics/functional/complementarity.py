@@ -1,9 +1,9 @@
 """Human-AI complementarity: error correlation, team gain and the robust pooling weight (functional forms).
 
 "Towards Robust Human-AI Complementarity under Uncertainty" (ICML 2026; only the abstract is public, the
-formalisation below is this project's reconstruction, see docs/complementarity.md). A human forecast ``H = Y + e_H`` and an AI forecast
-``A = Y + e_A`` are pooled linearly, ``T = (1 - w) H + w A``. With error scales ``sigma_H``, ``sigma_A`` and
-error correlation ``rho``:
+formalisation below is this project's reconstruction, see docs/complementarity.md). A human forecast
+``H = Y + e_H`` and an AI forecast ``A = Y + e_A`` are pooled linearly, ``T = (1 - w) H + w A``. With error
+scales ``sigma_H``, ``sigma_A`` and error correlation ``rho``:
 
 * ``G(w) = 2 w (sigma_H^2 - rho sigma_H sigma_A) - w^2 (sigma_H^2 + sigma_A^2 - 2 rho sigma_H sigma_A)`` is the
   gain of the team over the human alone (:func:`pooling_gain`);
