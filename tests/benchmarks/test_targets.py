@@ -62,8 +62,9 @@ def test_loes_and_r4_and_arbg_targets():
     r4_rows = [
         {"env": "P", "method": "r4", "kendall_tau": 0.8},
         {"env": "P", "method": "rbrl", "kendall_tau": 0.7},
+        {"env": "P", "method": "bt_ratings", "kendall_tau": 0.9},  # an ablation: not in the target
         {"env": "H", "method": "r4", "kendall_tau": 0.6},
-        {"env": "H", "method": "bradley_terry", "kendall_tau": 0.66},
+        {"env": "H", "method": "bt_queries", "kendall_tau": 0.66},
     ]
     r4 = _builder("r4_reward")(r4_rows)["kendall_tau_margin_min"]
     assert r4["value"] == pytest.approx(-0.06)
