@@ -190,6 +190,7 @@ def _ddp_worker(rank: int, world_size: int, pred, target, groups):
 
 @needs_compas
 @pytest.mark.distributed
+@pytest.mark.slow
 def test_two_rank_ddp_equals_one_process(compas):
     pred, target, groups = compas["multi_pred"], compas["multi_target"], compas["groups"]
     # rank 1 gets no Hispanic rows in its last batch etc.; sync must still align group slots
