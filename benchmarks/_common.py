@@ -20,7 +20,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["benchmark_parser", "check_targets", "markdown_table", "print_targets", "ratio", "target", "write_json"]
+__all__ = [
+    "benchmark_parser",
+    "check_targets",
+    "markdown_table",
+    "print_targets",
+    "ratio",
+    "target",
+    "worst",
+    "write_json",
+]
 
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 
@@ -77,6 +86,24 @@ def target(value: float, op: str, threshold: float) -> dict[str, Any]:
     value = float(value)
     met = not math.isnan(value) and bool(_OPS[op](value, threshold))
     return {"value": value, "target": f"{op} {threshold:g}", "met": met}
+
+
+def worst(values: Sequence[float], kind: str) -> float:
+    """The smallest (``kind="min"``) or largest (``"max"``) value; ``nan`` when empty or when any value is ``nan``.
+
+    Python's ``min``/``max`` skip or keep ``nan`` depending on its position; here an unmeasured figure always
+    makes the worst case unmeasured, so the target built from it is missed.
+
+    Example:
+        >>> worst([0.5, 1.2], "min"), worst([1.0, float("nan")], "min")
+        (0.5, nan)
+    """
+    if kind not in ("min", "max"):
+        raise ValueError(f"kind must be 'min' or 'max', got {kind!r}")
+    floats = [float(v) for v in values]
+    if not floats or any(math.isnan(v) for v in floats):
+        return float("nan")
+    return min(floats) if kind == "min" else max(floats)
 
 
 def check_targets(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:

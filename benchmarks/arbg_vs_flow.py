@@ -36,7 +36,7 @@ import torch
 from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
+from _common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 
 from lightning_icml26.metrics.functional import energy_w2, torus_w2
 from lightning_icml26.modules.arbg import (
@@ -160,10 +160,9 @@ def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """ArBG better than the flow on every system: worst ESS ratio (>= 1) and worst energy-W2 ratio (<= 1)."""
     ess = [r["ArBG/flow"] for r in rows if r["metric"] == "ess"]
     ew2 = [r["ArBG/flow"] for r in rows if r["metric"] == "e_w2"]
-    nan = float("nan")
     return {
-        "ess_ratio_min": target(min(ess) if ess else nan, ">=", 1.0),
-        "energy_w2_ratio_max": target(max(ew2) if ew2 else nan, "<=", 1.0),
+        "ess_ratio_min": target(worst(ess, "min"), ">=", 1.0),
+        "energy_w2_ratio_max": target(worst(ew2, "max"), "<=", 1.0),
     }
 
 

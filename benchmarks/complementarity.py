@@ -35,7 +35,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.data.forecasts import ForecastTable, make_forecasting_task
 from lightning_icml26.metrics import RobustPoolingWeight
 from lightning_icml26.metrics.functional import pooling_gain
@@ -171,8 +171,8 @@ def run_grid(kind: str, rhos, levels, args) -> tuple[list[dict], list[dict]]:
 
 def build_targets(summary: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The robust methods never lose to the human alone: worst-case gain over the whole set >= 0."""
-    worst = [min(row["worst combiner"], row["worst robust w*"]) for row in summary]
-    return {"robust_worst_gain_min": target(min(worst) if worst else float("nan"), ">=", -1e-12)}
+    lows = [min(row["worst combiner"], row["worst robust w*"]) for row in summary]
+    return {"robust_worst_gain_min": target(worst(lows, "min"), ">=", -1e-12)}
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
+from _common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 
 from lightning_icml26._optional import is_available
 from lightning_icml26.data.gridworld import make_gridworld_rollouts
@@ -241,10 +241,9 @@ def build_targets(
         base, ours = results["sample"], results[decoder]
         persist.append(ratio(ours["persistence_error_rate"][horizon - 1], base["persistence_error_rate"][horizon - 1]))
         acc_gap.append(ours["token_accuracy"][0] - base["token_accuracy"][0])
-    nan = float("nan")
     return {
-        "persistence_ratio_max": target(max(persist) if persist else nan, "<=", 0.5),
-        "token_acc_h1_gap_min": target(min(acc_gap) if acc_gap else nan, ">=", 0.0),
+        "persistence_ratio_max": target(worst(persist, "max"), "<=", 0.5),
+        "token_acc_h1_gap_min": target(worst(acc_gap, "min"), ">=", 0.0),
     }
 
 

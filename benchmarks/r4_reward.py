@@ -42,7 +42,7 @@ from scipy.stats import kendalltau, spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
+from _common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 
 from lightning_icml26._optional import is_available
 from lightning_icml26.modules.r4 import R4RewardModel, RatingDataModule
@@ -150,7 +150,7 @@ def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             continue
         r4_tau = env_rows["r4"]["kendall_tau"]
         margins += [r4_tau - env_rows[name]["kendall_tau"] for name in PAPER_BASELINES if name in env_rows]
-    return {"kendall_tau_margin_min": target(min(margins) if margins else float("nan"), ">=", 0.0)}
+    return {"kendall_tau_margin_min": target(worst(margins, "min"), ">=", 0.0)}
 
 
 def main() -> None:

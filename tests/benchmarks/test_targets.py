@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from benchmarks._common import check_targets, target, write_json
+from benchmarks._common import check_targets, target, worst, write_json
 
 
 def test_target_compares_and_formats():
@@ -23,6 +23,18 @@ def test_target_compares_and_formats():
     assert nan["met"] is False
     with pytest.raises(ValueError, match="op must be one of"):
         target(1.0, "==", 1.0)
+
+
+def test_worst_treats_any_nan_as_unmeasured():
+    nan = float("nan")
+    assert worst([0.5, 1.2, 0.7], "min") == 0.5
+    assert worst([0.5, 1.2, 0.7], "max") == 1.2
+    # the builtin min/max answer differently depending on where the nan sits; worst() never does
+    assert math.isnan(worst([nan, 0.5], "min"))
+    assert math.isnan(worst([0.5, nan], "min"))
+    assert math.isnan(worst([], "max"))
+    with pytest.raises(ValueError, match="kind must be"):
+        worst([1.0], "mean")
 
 
 def test_write_json_refuses_figures_without_targets(tmp_path):
@@ -78,6 +90,8 @@ def test_loes_and_r4_and_arbg_targets():
     arbg = _builder("arbg_vs_flow")(arbg_rows)
     assert arbg["ess_ratio_min"] == {"value": 0.5, "target": ">= 1", "met": False}
     assert arbg["energy_w2_ratio_max"] == {"value": 0.91, "target": "<= 1", "met": True}
+    unmeasured = _builder("arbg_vs_flow")([{"metric": "ess", "ArBG/flow": 2.0}, {"metric": "ess", "ArBG/flow": math.nan}])
+    assert unmeasured["ess_ratio_min"]["met"] is False
 
 
 def test_itc_fairness_complementarity_upipe_targets():
@@ -88,14 +102,17 @@ def test_itc_fairness_complementarity_upipe_targets():
     itc = _builder("itc_rollouts")({"grid": results}, 2)
     assert itc["persistence_ratio_max"] == {"value": 0.25, "target": "<= 0.5", "met": True}
     assert itc["token_acc_h1_gap_min"]["value"] == pytest.approx(0.05)
+    nan = float("nan")
     figs = {k: [0.6, 0.12] for k in ("ours_post", "ours_eg", "ours_callback")}
     fair_rows = [
         {"alpha": 0.0, "post/fl-best": 0.5, "ourEG/fl-best": 0.5, "cb/fl-best": 0.5, "_figures": figs},
         {"alpha": 0.1, "post/fl-best": 1.03, "ourEG/fl-best": 1.01, "cb/fl-best": 1.02, "_figures": figs},
+        # no fairlearn method qualified at this alpha: the ratios are nan and left out
+        {"alpha": 0.2, "post/fl-best": nan, "ourEG/fl-best": nan, "cb/fl-best": nan, "_figures": figs},
     ]
     fair = _builder("fairness_frontier")(fair_rows)  # alpha = 0 rows are left out
     assert fair["accuracy_over_fairlearn_min"] == {"value": 1.01, "target": ">= 1", "met": True}
-    assert fair["gap_excess_max"]["value"] == pytest.approx(0.02)
+    assert fair["gap_excess_max"]["value"] == pytest.approx(0.02)  # 0.12 - 0.1; the alpha = 0.2 rows are inside
     assert fair["gap_excess_max"]["met"] is False
     comp = _builder("complementarity")([{"worst combiner": 0.01, "worst robust w*": 0.0}])
     assert comp["robust_worst_gain_min"]["met"] is True
