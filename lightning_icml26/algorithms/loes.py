@@ -237,7 +237,9 @@ def _targets(y: ArrayLike, n: int, task: str) -> tuple[Tensor, Tensor | None]:
     raise ValueError(f"task must be 'auto', 'classification' or 'regression', got {task!r}")
 
 
-def select_layers(
+# The branches are the argument checks of a public entry point and the labelled / label-free variants of
+# one greedy loop; splitting them would scatter the scoring rule over several functions.
+def select_layers(  # noqa: C901
     embeddings: Sequence[ArrayLike] | ArrayLike,
     y: ArrayLike | None = None,
     k: int = 3,

@@ -147,7 +147,7 @@ def load_forecasts(
     kind: Kind = "probability",
     name: str | None = None,
 ) -> ForecastTable:
-    """Read a ``(question_id, resolution, p_human, p_model)`` table from a CSV or JSON file.
+    r"""Read a ``(question_id, resolution, p_human, p_model)`` table from a CSV or JSON file.
 
     CSV: a header row with those columns (``p_llm`` is read as ``p_model``). JSON: a list of objects, an
     object of equal-length columns, or ``{"forecasts": [...]}``. Extra columns are ignored unless named in
@@ -167,7 +167,7 @@ def load_forecasts(
     Example:
         >>> import tempfile, pathlib
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.csv"
-        >>> _ = path.write_text("question_id,resolution,p_human,p_llm\\nq1,1,0.7,0.9\\nq2,0,0.4,0.2\\n")
+        >>> _ = path.write_text("question_id,resolution,p_human,p_llm\nq1,1,0.7,0.9\nq2,0,0.4,0.2\n")
         >>> table = load_forecasts(path)
         >>> table.question_id, table.p_model.tolist()
         (['q1', 'q2'], [0.9, 0.2])
@@ -412,8 +412,10 @@ _SOURCES = ("synthetic", "rain", "polls", "file")
 
 
 def load_forecast_source(source: str, **kwargs: Any) -> ForecastTable:
-    """Dispatch by name: ``"synthetic"`` (:func:`make_forecasting_task`), ``"rain"``, ``"polls"`` or
-    ``"file"`` (:func:`load_forecasts`, needs ``path``); ``kwargs`` go to the loader.
+    """Load forecasts by source name.
+
+    ``"synthetic"`` (:func:`make_forecasting_task`), ``"rain"``, ``"polls"`` or ``"file"``
+    (:func:`load_forecasts`, needs ``path``); ``kwargs`` go to the loader.
 
     Example:
         >>> len(load_forecast_source("synthetic", num_questions=10))

@@ -115,7 +115,9 @@ class FairPostProcessor:
         return pg / self.group_prior_[None]
 
     # --------------------------------------------------------------------- fit
-    def fit(self, probs_y: Any, probs_group: Any, groups: Any = None, labels: Any = None) -> FairPostProcessor:
+    # One pass that validates every input, builds and solves the LP and extracts its duals; the branches are
+    # the argument checks and the three criteria.
+    def fit(self, probs_y: Any, probs_group: Any, groups: Any = None, labels: Any = None) -> FairPostProcessor:  # noqa: C901
         """Solve the LP on a calibration split.
 
         Args:
