@@ -13,6 +13,8 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_icml26._optional import require_pyplot
+from lightning_icml26.data.boltzmann.reweighting import BoltzmannReweighter, ChiralityFix
+from lightning_icml26.data.boltzmann.sampler import check_sampling_args
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
 
 __all__ = ["BoltzmannEvalCallback", "plot_boltzmann"]
@@ -125,8 +127,6 @@ class BoltzmannEvalCallback(Callback):
         plot: bool = True,
         seed: int = 0,
     ) -> None:
-        from lightning_icml26.modules.arbg.sampler import check_sampling_args
-
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         if every_n_epochs < 1:
@@ -141,8 +141,6 @@ class BoltzmannEvalCallback(Callback):
 
     def evaluate(self, model: Any, system: Any, reference: Tensor) -> tuple[dict[str, float], dict[str, Any]]:
         """Sample, reweight and compute the metrics; returns ``(figures, arrays for plotting)``."""
-        from lightning_icml26.modules.arbg.reweighting import BoltzmannReweighter, ChiralityFix
-
         torch.manual_seed(self.seed + self.evaluations)
         kwargs: dict[str, Any] = {"temperature": self.temperature}
         if self.top_k is not None or self.top_p is not None:

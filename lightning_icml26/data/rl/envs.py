@@ -1,8 +1,7 @@
 """Gymnasium pieces for R4: segment collection and a wrapper that replaces the reward by a learned one.
 
-``gymnasium`` is imported only when these functions run or when :class:`RewardReplacementWrapper` is first
-accessed through ``lightning_icml26.modules.r4`` (this module imports it at the top; the package ``__init__``
-loads this module lazily).
+This module imports ``gymnasium`` (the ``rl`` extra) at the top; :mod:`lightning_icml26.data.rl` loads it
+lazily, on first access to one of its names.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from lightning_icml26.modules.r4.data import Segments
+from lightning_icml26.data.rl.ratings import Segments
 
 __all__ = ["RewardReplacementWrapper", "collect_segments", "segments_from_transitions"]
 
@@ -55,7 +54,7 @@ def collect_segments(
         env_kwargs: keyword arguments of ``gymnasium.make``.
 
     Returns:
-        A :class:`~lightning_icml26.modules.r4.data.Segments` pool (actions of discrete spaces one-hot).
+        A :class:`~lightning_icml26.data.rl.ratings.Segments` pool (actions of discrete spaces one-hot).
 
     Example:
         >>> seg = collect_segments("Pendulum-v1", num_segments=3, segment_length=10)
@@ -119,7 +118,7 @@ def segments_from_transitions(
         rng: numpy generator.
 
     Returns:
-        The windows as :class:`~lightning_icml26.modules.r4.data.Segments`.
+        The windows as :class:`~lightning_icml26.data.rl.ratings.Segments`.
 
     Example:
         >>> n = 30
@@ -159,7 +158,7 @@ class RewardReplacementWrapper(gym.Wrapper):
     Args:
         env: the environment to wrap.
         reward_fn: callable ``(obs, flat_action) -> float`` (numpy arrays), e.g. from
-            :func:`~lightning_icml26.modules.r4.online.reward_function`.
+            :func:`~lightning_icml26.tasks.r4_online.reward_function`.
         history: number of recent transitions to remember (0: none).
 
     Example:

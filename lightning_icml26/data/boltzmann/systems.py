@@ -21,7 +21,8 @@ import torch
 from torch import Tensor
 
 from lightning_icml26._optional import require
-from lightning_icml26.modules.arbg.energies import AlanineDipeptideEnergy, DoubleWellEnergy, LennardJonesEnergy
+from lightning_icml26.data.boltzmann.alanine import AlanineDipeptideEnergy
+from lightning_icml26.data.boltzmann.energies import DoubleWellEnergy, LennardJonesEnergy
 
 __all__ = [
     "BoltzmannSystem",
@@ -65,7 +66,7 @@ class BoltzmannSystem:
         name: system name.
         n_atoms: atoms.
         dim: spatial dimension.
-        make_energy: builds the :class:`~lightning_icml26.modules.arbg.energies.Energy`.
+        make_energy: builds the :class:`~lightning_icml26.data.boltzmann.energies.Energy`.
         atom_types: type id per atom (for the model's atom-type embedding).
         sampler: ``"mcmc"`` or ``"md"``.
         sampler_kwargs: defaults of the reference sampler.

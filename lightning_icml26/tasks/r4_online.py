@@ -1,7 +1,7 @@
 """Policy learning from a learned reward, with reward-model retraining during learning (R4's online protocol).
 
 :func:`run_online` follows the structure of the official ``train_online.py``: a SAC agent (stable-baselines3)
-acts in the environment wrapped by :class:`~lightning_icml26.modules.r4.envs.RewardReplacementWrapper`; at the
+acts in the environment wrapped by :class:`~lightning_icml26.data.rl.envs.RewardReplacementWrapper`; at the
 timesteps of ``query_schedule`` a query of segments is drawn from the agent's recent experience, rated by the
 simulated teacher, the reward model is refitted on all ratings so far with a Lightning ``Trainer``, and the SAC
 replay buffer is relabelled with the new (normalised) reward. The final policy is scored by its **true** episode
@@ -21,10 +21,13 @@ from typing import Any
 
 import numpy as np
 import torch
+from lightning.pytorch import Trainer, seed_everything
+from scipy.stats import kendalltau, spearmanr
 
 from lightning_icml26._optional import require
-from lightning_icml26.modules.r4.data import RatingDataModule, Segments
-from lightning_icml26.modules.r4.model import R4RewardModel
+from lightning_icml26.data.rl.envs import RewardReplacementWrapper, collect_segments, segments_from_transitions
+from lightning_icml26.data.rl.ratings import RatingDataModule, Segments
+from lightning_icml26.modules.r4 import R4RewardModel
 
 __all__ = ["fit_reward_model", "reward_function", "run_online"]
 
@@ -62,8 +65,6 @@ def fit_reward_model(
         >>> trainer.global_step
         2
     """
-    from lightning.pytorch import Trainer
-
     trainer = Trainer(
         max_steps=max_steps, max_epochs=-1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
         enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0, accelerator="cpu", devices=1,
@@ -150,11 +151,7 @@ def run_online(
     """
     gym = require("gymnasium", "rl", "R4 policy learning")
     sb3 = require("stable_baselines3", "rl", "R4 policy learning (SAC)")
-    from lightning.pytorch import seed_everything
-    from scipy.stats import kendalltau, spearmanr
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    from lightning_icml26.modules.r4.envs import RewardReplacementWrapper, collect_segments, segments_from_transitions
+    BaseCallback = require("stable_baselines3.common.callbacks", "rl", "R4 policy learning").BaseCallback
 
     if loss not in ("rmse", "rbrl", "bradley_terry", "true_reward"):
         raise ValueError(f"loss must be one of 'rmse', 'rbrl', 'bradley_terry', 'true_reward', got {loss!r}")
@@ -199,7 +196,7 @@ def run_online(
     agent = sb3.SAC("MlpPolicy", wrapper, learning_starts=learning_starts, seed=seed, verbose=0, **(sac_kwargs or {}))
     score = reward_function(model)
 
-    class _Requery(BaseCallback):  # type: ignore[misc]
+    class _Requery(BaseCallback):  # type: ignore[misc,valid-type]
         def _on_step(self) -> bool:
             if self.num_timesteps not in schedule[1:]:
                 return True

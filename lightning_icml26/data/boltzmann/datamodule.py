@@ -10,6 +10,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_icml26.data._splits import SplitsDataModule
+from lightning_icml26.data.boltzmann.systems import get_system, reference_samples
 
 __all__ = ["BoltzmannDataModule"]
 
@@ -51,8 +52,6 @@ class BoltzmannDataModule(SplitsDataModule):
         sampler_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
-        from lightning_icml26.modules.arbg.systems import get_system
-
         self.system = get_system(system)
         for name, value in (("num_train", num_train), ("num_val", num_val), ("num_test", num_test)):
             if value < 1:
@@ -69,8 +68,6 @@ class BoltzmannDataModule(SplitsDataModule):
         """Draw (or load from the cache) the reference samples and split them."""
         if self._data:
             return
-        from lightning_icml26.modules.arbg.systems import reference_samples
-
         total = self.num_train + self.num_val + self.num_test
         x = reference_samples(self.system, total, seed=self.seed, cache_dir=self.cache_dir, **self.sampler_kwargs)
         a, b = self.num_train, self.num_train + self.num_val

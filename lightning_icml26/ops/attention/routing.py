@@ -1,14 +1,17 @@
-"""Route Hugging Face transformers attention through the project's context-parallel attention functions.
+"""Route a model's attention through the context-parallel attention functions, without editing the model.
 
-transformers (>= 4.48) looks the attention function of a model up by name in its ``AttentionInterface``
-registry (``config._attn_implementation``). This module registers one function per backend under the names
-``"icml26_upipe"``, ``"icml26_ulysses"``, ``"icml26_ring"`` and ``"icml26_dense"`` and switches a model to one
-of them with ``model.set_attn_implementation``; the context-parallel group travels on each attention module
-(attribute ``_icml26_context_parallel``), so no global state holds a process group and two models can use
-two groups. No mask function is registered for these names, so transformers passes ``attention_mask=None``
-and the functions apply the causal mask on global positions themselves.
+:func:`route_attention` handles the project's :class:`~lightning_icml26.ops.attention.UPipeAttention` modules
+(``set_context_parallel``) and Hugging Face transformers models. For the latter, transformers (>= 4.48) looks
+the attention function of a model up by name in its ``AttentionInterface`` registry
+(``config._attn_implementation``): :func:`register_hf_attention` registers one function per backend under the
+names ``"icml26_upipe"``, ``"icml26_ulysses"``, ``"icml26_ring"`` and ``"icml26_dense"`` and
+:func:`route_hf_model` switches a model to one of them with ``model.set_attn_implementation``. The
+context-parallel group travels on each attention module (attribute ``_icml26_context_parallel``), so no global
+state holds a process group and two models can use two groups. No mask function is registered for these names,
+so transformers passes ``attention_mask=None`` and the functions apply the causal mask on global positions
+themselves.
 
-transformers is imported only when a transformers model is routed.
+transformers is optional (the ``hf`` extra) and imported only when a transformers model is routed.
 """
 
 from __future__ import annotations
@@ -20,7 +23,20 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["HF_ATTENTION_NAMES", "ContextParallelAttentionConfig", "register_hf_attention", "route_hf_model"]
+from lightning_icml26._optional import require
+from lightning_icml26.ops.attention.module import UPipeAttention, get_attention_backend
+
+__all__ = [
+    "ATTENTION_CHOICES",
+    "HF_ATTENTION_NAMES",
+    "ContextParallelAttentionConfig",
+    "check_heads",
+    "register_hf_attention",
+    "route_attention",
+    "route_hf_model",
+]
+
+ATTENTION_CHOICES: tuple[str, ...] = ("upipe", "ulysses", "ring", "dense")
 
 HF_ATTENTION_NAMES: dict[str, str] = {
     "upipe": "icml26_upipe",
@@ -58,8 +74,6 @@ def _context_parallel_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """The ``AttentionInterface`` function: (B, H, S_local, D) inputs, (B, S_local, H, D) output."""
-    from lightning_icml26.ops.attention import get_attention_backend
-
     config: ContextParallelAttentionConfig | None = getattr(module, _ATTR, None)
     if config is None:
         raise RuntimeError(
@@ -97,8 +111,6 @@ def register_hf_attention() -> None:
         >>> "icml26_upipe" in AttentionInterface._global_mapping
         True
     """
-    from lightning_icml26._optional import require
-
     transformers = require("transformers", extra="hf", purpose="routing transformers attention")
     interface = transformers.AttentionInterface
     for name in HF_ATTENTION_NAMES.values():
@@ -110,7 +122,8 @@ def _hf_models(model: nn.Module) -> list[nn.Module]:
     """The outermost transformers ``PreTrainedModel`` sub-modules of ``model``."""
     if "transformers" not in sys.modules:  # no transformers model can exist without the package imported
         return []
-    from transformers import PreTrainedModel
+    # transformers is optional (the ``hf`` extra); it is already imported here, so this costs nothing.
+    PreTrainedModel = require("transformers", extra="hf", purpose="routing transformers attention").PreTrainedModel
 
     found: list[nn.Module] = []
     inner: set[int] = set()
@@ -153,8 +166,6 @@ def route_hf_model(
     """
     if attention not in HF_ATTENTION_NAMES:
         raise ValueError(f"attention={attention!r} is not supported; choose one of {tuple(HF_ATTENTION_NAMES)}")
-    from lightning_icml26.strategies.upipe import check_heads
-
     routed = 0
     hf_model: Any
     for hf_model in _hf_models(model):
@@ -180,3 +191,93 @@ def route_hf_model(
             setattr(layer, _ATTR, routing)
         routed += len(layers)
     return routed
+
+
+def route_attention(
+    model: nn.Module,
+    cp: Any,
+    cp_size: int,
+    attention: str = "upipe",
+    stage_heads: int | None = None,
+    layout: str = "contiguous",
+) -> int:
+    """Route every attention layer of ``model`` through a context-parallel function; return how many.
+
+    Handles :class:`lightning_icml26.ops.attention.UPipeAttention` modules (``set_context_parallel``) and
+    transformers models (switched to the project's ``AttentionInterface`` function, see
+    :func:`route_hf_model`). Head counts are checked here, on every
+    rank, before any collective runs.
+
+    Args:
+        model: any module (a LightningModule, a network, a transformers model).
+        cp: the context-parallel ``ProcessGroup`` (``None`` for a single process).
+        cp_size: its size.
+        attention: one of :data:`ATTENTION_CHOICES`.
+        stage_heads: UPipe heads per stage (``None``: ``cp_size``).
+        layout: sequence layout of the shards.
+
+    Returns:
+        The number of attention layers routed.
+
+    Raises:
+        ValueError: if the model has no attention layer that can be routed, or head counts do not split.
+
+    Example:
+        >>> route_attention(nn.Linear(2, 2), None, 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: found no attention layer to route in Linear: ...
+    """
+    routed = 0
+    for name, module in model.named_modules():
+        if isinstance(module, UPipeAttention):
+            check_heads(module.num_heads, module.num_kv_heads, cp_size, attention, stage_heads, where=name or "model")
+            module.set_context_parallel(cp, backend=attention, stage_heads=stage_heads, layout=layout)
+            routed += 1
+    routed += route_hf_model(model, cp, cp_size, attention, stage_heads, layout)
+    if routed == 0:
+        raise ValueError(
+            f"found no attention layer to route in {type(model).__name__}: the strategy routes"
+            " lightning_icml26.ops.attention.UPipeAttention modules and transformers models (Llama, Qwen, ... with"
+            " an AttentionInterface); use one of them in the LightningModule"
+        )
+    return routed
+
+
+def check_heads(
+    num_heads: int, num_kv_heads: int, cp_size: int, attention: str, stage_heads: int | None, where: str = "model"
+) -> None:
+    """Raise ``ValueError`` if the head counts cannot be split over ``cp_size`` ranks by ``attention``.
+
+    Ulysses and UPipe scatter heads: ``num_heads`` must be divisible by ``cp_size``, and ``num_kv_heads``
+    divisible by it or dividing it (KV heads are then replicated). UPipe stages of ``stage_heads`` heads need
+    ``stage_heads`` to be a multiple of ``cp_size`` that divides ``num_heads``. Ring and dense attention split the
+    sequence only.
+
+    Example:
+        >>> check_heads(8, 2, 4, "ulysses", None)
+        >>> check_heads(6, 6, 4, "upipe", None, where="layers.0")
+        Traceback (most recent call last):
+        ...
+        ValueError: layers.0: num_attention_heads=6 is not divisible by context_parallel_size=4 ...
+    """
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(f"{where}: num_attention_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}")
+    if attention not in ("ulysses", "upipe") or cp_size == 1:
+        return
+    if num_heads % cp_size != 0:
+        raise ValueError(
+            f"{where}: num_attention_heads={num_heads} is not divisible by context_parallel_size={cp_size}"
+            f" ({attention!r} attention scatters heads over the context-parallel ranks); choose a divisor of"
+            " the head count or attention='ring'"
+        )
+    if num_kv_heads % cp_size != 0 and cp_size % num_kv_heads != 0:
+        raise ValueError(
+            f"{where}: num_key_value_heads={num_kv_heads} and context_parallel_size={cp_size} must divide one"
+            " another (KV heads are scattered or replicated); use attention='ring' otherwise"
+        )
+    if attention == "upipe" and stage_heads is not None and (stage_heads % cp_size != 0 or num_heads % stage_heads):
+        raise ValueError(
+            f"{where}: stage_heads={stage_heads} must be a multiple of context_parallel_size={cp_size} that divides"
+            f" num_attention_heads={num_heads}"
+        )

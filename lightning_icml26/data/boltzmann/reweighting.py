@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from lightning_icml26.data.boltzmann.energies import check_energies
 from lightning_icml26.metrics.functional.boltzmann import effective_sample_size
-from lightning_icml26.modules.arbg.energies import check_energies
 
 __all__ = ["BoltzmannReweighter", "ChiralityFix", "ReweightResult", "signed_volumes"]
 
@@ -105,7 +105,7 @@ class BoltzmannReweighter:
     ``log q`` of the drawn sample.
 
     Args:
-        energy_fn: an :class:`~lightning_icml26.modules.arbg.energies.Energy` (reduced energies, in kT).
+        energy_fn: an :class:`~lightning_icml26.data.boltzmann.energies.Energy` (reduced energies, in kT).
         clip_quantile: fraction of the largest log weights to drop, in ``[0, 1)`` (0.002 in the paper).
         chirality: optional :class:`ChiralityFix`.
         com_std: centre-of-mass standard deviation of the proposal's training augmentation (``None``: no term).

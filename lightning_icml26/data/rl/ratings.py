@@ -24,11 +24,41 @@ import torch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset
 
-from lightning_icml26.modules.r4.losses import check_ratings
-
-__all__ = ["LOSSES", "RatingDataModule", "Segments", "quantile_bin_edges", "simulate_ratings"]
+__all__ = ["LOSSES", "RatingDataModule", "Segments", "check_ratings", "quantile_bin_edges", "simulate_ratings"]
 
 LOSSES = ("rmse", "rbrl", "bradley_terry")
+
+
+def check_ratings(ratings: torch.Tensor, num_classes: int, name: str = "ratings") -> None:
+    """Raise a clear error unless ``ratings`` are integer classes in ``{0, ..., num_classes - 1}``.
+
+    Args:
+        ratings: integer tensor of rating classes.
+        num_classes: number of declared rating classes, at least 2.
+        name: argument name quoted in the error.
+
+    Raises:
+        ValueError: if ``num_classes < 2`` or a rating is outside the declared classes.
+        TypeError: if ``ratings`` is not an integer tensor.
+
+    Example:
+        >>> check_ratings(torch.tensor([0, 2, 1]), num_classes=3)
+        >>> check_ratings(torch.tensor([0, 3]), num_classes=3)
+        Traceback (most recent call last):
+        ...
+        ValueError: ratings must lie in {0, ..., 2} (num_classes=3), got the value(s) [3]
+    """
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
+        raise ValueError(f"num_classes must be an integer of at least 2 (two rating classes), got {num_classes!r}")
+    if not isinstance(ratings, torch.Tensor) or ratings.is_floating_point() or ratings.dtype == torch.bool:
+        kind = ratings.dtype if isinstance(ratings, torch.Tensor) else type(ratings).__name__
+        raise TypeError(f"{name} must be an integer tensor of class indices, got {kind}")
+    bad = ratings[(ratings < 0) | (ratings >= num_classes)]
+    if bad.numel():
+        raise ValueError(
+            f"{name} must lie in {{0, ..., {num_classes - 1}}} (num_classes={num_classes}), "
+            f"got the value(s) {sorted(set(bad.tolist()))}"
+        )
 
 
 @dataclass
@@ -215,7 +245,7 @@ class RatingDataModule(LightningDataModule):
     """Rated segments for reward learning, batched for the chosen loss, plus a held-out set with true returns.
 
     ``setup()`` obtains the segment pool (calling ``segments`` if it is a callable, e.g. a partial of
-    :func:`~lightning_icml26.modules.r4.envs.collect_segments`), puts the first ``num_heldout`` segments of a
+    :func:`~lightning_icml26.data.rl.envs.collect_segments`), puts the first ``num_heldout`` segments of a
     random permutation aside for evaluation, and rates ``num_ratings`` of the rest with the simulated teacher.
 
     Args:
