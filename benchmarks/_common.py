@@ -1,9 +1,16 @@
-"""Helpers shared by the benchmark scripts: the command line, the markdown table, the JSON record."""
+"""Helpers shared by the benchmark scripts: the command line, the markdown table, targets, the JSON record.
+
+Every JSON record carries ``figures["targets"]``: ``{name: {"value": x, "target": "<= 0.35", "met": bool}}``
+with the same names at ``--quick`` and full size, so one script can read met and missed targets from any
+benchmark's output.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import operator
 import platform
 import sys
 import time
@@ -13,7 +20,18 @@ from typing import Any
 
 import torch
 
-__all__ = ["benchmark_parser", "markdown_table", "ratio", "write_json"]
+__all__ = [
+    "benchmark_parser",
+    "check_targets",
+    "markdown_table",
+    "print_targets",
+    "ratio",
+    "target",
+    "worst",
+    "write_json",
+]
+
+_OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 
 
 def benchmark_parser(description: str) -> argparse.ArgumentParser:
@@ -48,8 +66,72 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None
     return "\n".join(lines)
 
 
+def target(value: float, op: str, threshold: float) -> dict[str, Any]:
+    """One entry of ``figures["targets"]``: the measured value, the target as text, and whether it is met.
+
+    Args:
+        value: the measured figure (``nan`` when it could not be measured: never met).
+        op: one of ``"<="``, ``"<"``, ``">="``, ``">"``.
+        threshold: the figure the value is compared with.
+
+    Returns:
+        ``{"value": value, "target": "<op> <threshold>", "met": bool}``.
+
+    Example:
+        >>> target(0.31, "<=", 0.25)
+        {'value': 0.31, 'target': '<= 0.25', 'met': False}
+    """
+    if op not in _OPS:
+        raise ValueError(f"op must be one of {sorted(_OPS)}, got {op!r}")
+    value = float(value)
+    met = not math.isnan(value) and bool(_OPS[op](value, threshold))
+    return {"value": value, "target": f"{op} {threshold:g}", "met": met}
+
+
+def worst(values: Sequence[float], kind: str) -> float:
+    """The smallest (``kind="min"``) or largest (``"max"``) value; ``nan`` when empty or when any value is ``nan``.
+
+    Python's ``min``/``max`` skip or keep ``nan`` depending on its position; here an unmeasured figure always
+    makes the worst case unmeasured, so the target built from it is missed.
+
+    Example:
+        >>> worst([0.5, 1.2], "min"), worst([1.0, float("nan")], "min")
+        (0.5, nan)
+    """
+    if kind not in ("min", "max"):
+        raise ValueError(f"kind must be 'min' or 'max', got {kind!r}")
+    floats = [float(v) for v in values]
+    if not floats or any(math.isnan(v) for v in floats):
+        return float("nan")
+    return min(floats) if kind == "min" else max(floats)
+
+
+def check_targets(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Return ``figures["targets"]`` after checking its shape; raise ``ValueError`` when it is missing or malformed."""
+    targets = figures.get("targets")
+    if not isinstance(targets, dict) or not targets:
+        raise ValueError(f"figures must carry a non-empty 'targets' dict built with target(), got {targets!r}")
+    for name, entry in targets.items():
+        well_formed = isinstance(entry, dict) and set(entry) == {"value", "target", "met"}
+        if not well_formed or not isinstance(entry["met"], bool):
+            raise ValueError(f"targets[{name!r}] must be {{'value', 'target', 'met'}} from target(), got {entry!r}")
+    return targets
+
+
+def print_targets(targets: dict[str, dict[str, Any]]) -> None:
+    """Print one line per target: name, measured value, target, met or MISSED."""
+    print("\nTargets:")
+    for name, entry in targets.items():
+        print(f"- {name}: {_fmt(entry['value'])} (target {entry['target']}): {'met' if entry['met'] else 'MISSED'}")
+
+
 def write_json(path: Path | None, name: str, figures: dict[str, Any], args: argparse.Namespace) -> None:
-    """Write ``figures`` with the command line, versions and machine to ``path`` (no-op when ``None``)."""
+    """Write ``figures`` with the command line, versions and machine to ``path`` (no-op when ``None``).
+
+    ``figures`` must hold a ``targets`` block (see :func:`target`); it is checked even when ``path`` is
+    ``None`` so that a ``--quick`` run without ``--json`` catches a benchmark that forgot it.
+    """
+    check_targets(figures)
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ import torch
 from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import benchmark_parser, markdown_table, ratio, write_json
+from _common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 
 from lightning_icml26.data.boltzmann import (
     BoltzmannReweighter,
@@ -155,6 +155,16 @@ def _model_row(name: str, label: str, res: dict[str, Any]) -> dict[str, Any]:
     return {"system": name, "model": label, **{k: r[k] for k in ("params", "params_raw", "steps", "nll")}}
 
 
+def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """ArBG better than the flow on every system: worst ESS ratio (>= 1) and worst energy-W2 ratio (<= 1)."""
+    ess = [r["ArBG/flow"] for r in rows if r["metric"] == "ess"]
+    ew2 = [r["ArBG/flow"] for r in rows if r["metric"] == "e_w2"]
+    return {
+        "ess_ratio_min": target(worst(ess, "min"), ">=", 1.0),
+        "energy_w2_ratio_max": target(worst(ew2, "max"), "<=", 1.0),
+    }
+
+
 def main() -> None:
     parser = benchmark_parser((__doc__ or "").splitlines()[0])
     parser.add_argument("--budget", type=float, default=60.0, help="training seconds per model and system")
@@ -243,7 +253,10 @@ def main() -> None:
     print(markdown_table(rows))
     print("\nmodels (params: effective, excluding masked-out MADE weights; nll: held-out nats per coordinate)\n")
     print(markdown_table(model_rows))
-    write_json(args.json, "arbg_vs_flow", {"rows": rows, "models": model_rows, "systems": figures}, args)
+    targets = build_targets(rows)
+    print_targets(targets)
+    record = {"rows": rows, "models": model_rows, "systems": figures, "targets": targets}
+    write_json(args.json, "arbg_vs_flow", record, args)
     if any(not math.isfinite(r["ArBG"]) for r in rows):
         print("warning: non-finite figures", file=sys.stderr)
 

@@ -44,7 +44,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import benchmark_parser, markdown_table, ratio, write_json
+from _common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 
 from lightning_icml26._optional import is_available
 from lightning_icml26.data.gridworld import make_gridworld_rollouts
@@ -229,6 +229,25 @@ def verdict(results: dict[str, dict[str, list[float]]], horizon: int) -> list[di
     return rows
 
 
+def build_targets(
+    results_by_env: dict[str, dict[str, dict[str, list[float]]]], horizon: int, decoder: str = "itc[hungarian]"
+) -> dict[str, Any]:
+    """The targets for ITC with the paper's settings (``decoder``: the exact solver by default), worst over envs.
+
+    ``persistence_ratio_max``: ITC / sampling persistence errors at the last horizon (<= 0.5);
+    ``token_acc_h1_gap_min``: ITC minus sampling token accuracy at horizon 1 (>= 0).
+    """
+    persist, acc_gap = [], []
+    for results in results_by_env.values():
+        base, ours = results["sample"], results[decoder]
+        persist.append(ratio(ours["persistence_error_rate"][horizon - 1], base["persistence_error_rate"][horizon - 1]))
+        acc_gap.append(ours["token_accuracy"][0] - base["token_accuracy"][0])
+    return {
+        "persistence_ratio_max": target(worst(persist, "max"), "<=", 0.5),
+        "token_acc_h1_gap_min": target(worst(acc_gap, "min"), ">=", 0.0),
+    }
+
+
 def environments(args: Any) -> list[dict[str, Any]]:
     """The environments named by ``--envs`` with their vocabulary, object tokens and ITC settings."""
     envs = []
@@ -327,6 +346,9 @@ def main() -> None:
     print(f"\ntotal wall time {time.perf_counter() - start:.0f} s")
     figures["total_s"] = time.perf_counter() - start
     figures["nan_safe"] = not any(math.isnan(r["persistence_error"]) for r in all_rows)
+    solver = "hungarian" if "hungarian" in args.solvers else args.solvers[0]
+    figures["targets"] = build_targets(figures["by_horizon"], args.horizon, f"itc[{solver}]")
+    print_targets(figures["targets"])
     write_json(args.json, "itc_rollouts", figures, args)
 
 

@@ -36,7 +36,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import benchmark_parser, markdown_table, write_json
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, worst, write_json
 from lightning_icml26._optional import is_available
 from lightning_icml26.algorithms import select_layers
 from lightning_icml26.data.fashion_transfer import FashionTransferFeatures
@@ -119,6 +119,12 @@ def run_setting(dm: LayerFeatureDataModule, seeds: list[int], epochs: int, lr: f
     }
 
 
+def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """LOES top-k must beat the last-layer probe by at least 3 accuracy points on every backbone run."""
+    gains = [float(row["LOES-last"]) for row in rows]
+    return {"loes_minus_last_min_points": target(worst(gains, "min"), ">=", 3.0)}
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
@@ -171,7 +177,9 @@ def main() -> None:
         print(markdown_table(rows[-1:]), flush=True)
     print(f"\nTest accuracy (%), mean over {len(seeds)} seed(s), {epochs} epochs, k={args.k}:\n")
     print(markdown_table(rows))
-    write_json(args.json, "loes_probe", {"rows": rows, "details": figures}, args)
+    targets = build_targets(rows)
+    print_targets(targets)
+    write_json(args.json, "loes_probe", {"rows": rows, "details": figures, "targets": targets}, args)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import benchmark_parser, markdown_table, ratio, write_json
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.callbacks import threshold_sweep
 from lightning_icml26.data import FashionMNISTDataModule, make_sparse_regression
 from lightning_icml26.metrics.functional import compression_ratio
@@ -303,6 +303,20 @@ def run_regression(args: Any) -> dict[str, Any]:
     return {"regression": figures}
 
 
+def build_targets(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ReWA target, from a full run (ResNet ``summary``) or a ``--quick`` run (``regression``).
+
+    Both sizes report the same figure: ReWA's compression ratio at matched accuracy (or R2) over L1's.
+    """
+    if "regression" in figures:
+        reg = figures["regression"]
+        ours, base = reg.get("ReWA K9 M2", {}), reg.get("L1 prox", {})
+        value = ratio(ours.get("cr_at_matched_r2", math.nan), base.get("cr_at_matched_r2", math.nan))
+    else:
+        value = figures["rewa_over_l1"]
+    return {"rewa_cr_over_l1": target(value, ">=", 2.0)}
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--num-train", type=int, default=5000)
@@ -320,6 +334,8 @@ def main() -> None:
     figures = run_regression(args) if args.quick else run_resnet(args)
     figures["seconds"] = time.perf_counter() - start
     print(f"\ntotal {figures['seconds']:.0f} s")
+    figures["targets"] = build_targets(figures)
+    print_targets(figures["targets"])
     write_json(args.json, "rewa_sparsity", figures, args)
 
 

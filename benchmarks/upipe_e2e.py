@@ -39,7 +39,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import benchmark_parser, markdown_table, ratio, write_json
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 
 METHODS = ("dp", "ulysses", "upipe")
 MODELS = ("hf_llama", "upipe_attention")
@@ -176,6 +176,12 @@ def run_e2e(quick: bool = True) -> list[dict[str, Any]]:
     return rows
 
 
+def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One training step: UPipe's peak memory at most Ulysses' on every model (worst ratio <= 1)."""
+    mem = [row["mem_upipe/ulysses"] for row in rows]
+    return {"peak_over_ulysses_max": target(worst(mem, "max"), "<=", 1.0)}
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     args = parser.parse_args()
@@ -186,7 +192,9 @@ def main() -> None:
         f"{cfg['kv_heads']} KV, layers={cfg['layers']}, sequence {cfg['seq_len']} tokens; peak = max over ranks"
     )
     print(markdown_table(rows))
-    write_json(args.json, "upipe_e2e", {"config": cfg, "rows": rows}, args)
+    targets = build_targets(rows)
+    print_targets(targets)
+    write_json(args.json, "upipe_e2e", {"config": cfg, "rows": rows, "targets": targets}, args)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import benchmark_parser, markdown_table, ratio, write_json
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 
 METHODS = ("ulysses", "ring", "upipe")
 LAYOUT = {"ulysses": "contiguous", "ring": "headtail", "upipe": "contiguous"}
@@ -148,6 +148,16 @@ def run(cfg: dict[str, Any], world: int = 2) -> dict[str, dict[str, float]]:
     return payload
 
 
+def build_targets(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """UPipe against Ulysses on one layer: peak memory, longest sequence and throughput ratios."""
+    up, base = rows["upipe"], rows["ulysses"]
+    return {
+        "peak_over_ulysses": target(ratio(up["peak_MiB"], base["peak_MiB"]), "<=", 0.25),
+        "max_seq_over_ulysses": target(ratio(up["max_seq"], base["max_seq"]), ">=", 1.25),
+        "throughput_over_ulysses": target(ratio(up["tokens_per_s"], base["tokens_per_s"]), ">=", 0.9),
+    }
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--world", type=int, default=2)
@@ -188,13 +198,8 @@ def main() -> None:
         f"base S={cfg['seq']}, cap = Ulysses peak at base S, search up to S={cfg['max_seq']} (CPU proxy)\n"
     )
     print(markdown_table(table))
-    up = rows["upipe"]
-    targets = {
-        "peak <= 0.25x ulysses": ratio(up["peak_MiB"], base["peak_MiB"]) <= 0.25,
-        "max_seq >= 1.25x ulysses": ratio(up["max_seq"], base["max_seq"]) >= 1.25,
-        "throughput >= 0.9x ulysses": ratio(up["tokens_per_s"], base["tokens_per_s"]) >= 0.9,
-    }
-    print("\nTargets: " + ", ".join(f"{k}: {'met' if v else 'MISSED'}" for k, v in targets.items()))
+    targets = build_targets(rows)
+    print_targets(targets)
     figures: dict[str, Any] = {"config": cfg, "world": args.world, "rows": table, "targets": targets}
     try:
         from benchmarks.upipe_e2e import run_e2e

@@ -10,7 +10,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
-__all__ = ["is_available", "require"]
+__all__ = ["is_available", "require", "require_pyplot"]
 
 
 def is_available(module: str) -> bool:
@@ -64,3 +64,24 @@ def require(module: str, extra: str, purpose: str | None = None) -> ModuleType:
             f"the optional dependency '{module}' is needed{need} but is not installed; "
             f"install it with: pip install 'lightning-icml26[{extra}]' ({error})"
         ) from error
+
+
+def require_pyplot() -> ModuleType:
+    """Import ``matplotlib.pyplot`` on the non-interactive Agg backend, or say how to install it.
+
+    Matplotlib is not a core dependency: the plotting callbacks and helpers need the ``plots`` extra.
+
+    Returns:
+        The ``matplotlib.pyplot`` module.
+
+    Raises:
+        ImportError: if matplotlib is missing; the message is ``pip install 'lightning-icml26[plots]'``.
+
+    Example:
+        >>> plt = require_pyplot()
+        >>> plt.get_backend().lower()
+        'agg'
+    """
+    matplotlib = require("matplotlib", extra="plots", purpose="plotting")
+    matplotlib.use("Agg")
+    return require("matplotlib.pyplot", extra="plots", purpose="plotting")

@@ -102,7 +102,7 @@ def merge_metric_rows(old: tuple[list[str], list[Row]], new: tuple[list[str], li
 
 
 class CsvHistory:
-    """Keep the rows of a ``metrics.csv`` across a resumed ``fit`` that rewrites it.
+    r"""Keep the rows of a ``metrics.csv`` across a resumed ``fit`` that rewrites it.
 
     Args:
         path: the logger's ``metrics.csv``.
@@ -110,10 +110,10 @@ class CsvHistory:
     Example:
         >>> import tempfile, pathlib
         >>> csv_path = pathlib.Path(tempfile.mkdtemp()) / "metrics.csv"
-        >>> _ = csv_path.write_text("epoch,step,loss\\n0,1,2.0\\n")
+        >>> _ = csv_path.write_text("epoch,step,loss\n0,1,2.0\n")
         >>> history = CsvHistory(csv_path)
         >>> history.set_aside()   # before fit: Lightning would delete the file
-        >>> _ = csv_path.write_text("epoch,step,loss\\n1,3,1.0\\n")  # what the resumed fit logs
+        >>> _ = csv_path.write_text("epoch,step,loss\n1,3,1.0\n")  # what the resumed fit logs
         >>> history.restore()     # after fit
         >>> print(csv_path.read_text().strip())
         epoch,step,loss

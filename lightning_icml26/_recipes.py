@@ -87,15 +87,15 @@ class BuiltRecipe:
 
 
 def one_line(error: BaseException) -> str:
-    """The messages of ``error`` and of its causes, on one line (OmegaConf's detail lines joined by ``;``).
+    r"""The messages of ``error`` and of its causes, on one line (OmegaConf's detail lines joined by ``;``).
 
     Example:
         >>> try:
-        ...     raise ValueError("outer") from KeyError("inner\\n    full_key: a.b")
+        ...     raise ValueError("outer") from KeyError("inner\n    full_key: a.b")
         ... except ValueError as caught:
         ...     one_line(caught)
-        "outer: 'inner\\\\n    full_key: a.b'"
-        >>> one_line(RuntimeError("first line\\n    second"))
+        "outer: 'inner\\n    full_key: a.b'"
+        >>> one_line(RuntimeError("first line\n    second"))
         'first line; second'
     """
     parts: list[str] = []

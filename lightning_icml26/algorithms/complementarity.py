@@ -170,8 +170,10 @@ def linear_pool(p_human: Tensor, p_ai: Tensor, weight: Number) -> Tensor:
 
 
 def logit_pool(p_human: Tensor, p_ai: Tensor, weight: Number, eps: float = 1e-6) -> Tensor:
-    """Logarithmic (geometric) pooling: ``logit T = (1 - w) logit H + w logit A`` for binary ``(N,)``
-    forecasts; ``T_k ∝ H_k^(1-w) A_k^w`` for class probabilities ``(N, K)``.
+    """Logarithmic (geometric) pooling of two forecasts.
+
+    ``logit T = (1 - w) logit H + w logit A`` for binary ``(N,)`` forecasts; ``T_k ∝ H_k^(1-w) A_k^w`` for
+    class probabilities ``(N, K)``.
 
     Example:
         >>> logit_pool(torch.tensor([0.5, 0.9]), torch.tensor([0.5, 0.1]), 0.5)
@@ -226,8 +228,9 @@ def _b_and_d(sigma_human: Tensor, sigma_ai: Tensor, rho: Tensor) -> tuple[Tensor
 
 
 def pooling_gain(weight: Number, sigma_human: Number, sigma_ai: Number, rho: Number) -> Tensor:
-    """``G(w) = 2 w (s_H^2 - rho s_H s_A) - w^2 (s_H^2 + s_A^2 - 2 rho s_H s_A)``: MSE of the human minus
-    MSE of the pool (broadcasts over all arguments).
+    """Gain of the linear pool over the human: MSE of the human minus MSE of the pool.
+
+    ``G(w) = 2 w (s_H^2 - rho s_H s_A) - w^2 (s_H^2 + s_A^2 - 2 rho s_H s_A)`` (broadcasts over all arguments).
 
     Example:
         >>> pooling_gain(0.5, 1.0, 1.0, 0.0)
@@ -255,7 +258,9 @@ def oracle_pooling_weight(sigma_human: Number, sigma_ai: Number, rho: Number, cl
 
 
 def gain_weight_bound(sigma_human: Number, sigma_ai: Number, rho: Number) -> Tensor:
-    """``w_bar = 2 (s_H^2 - rho s_H s_A) / D``: ``G(w) > 0`` exactly for ``0 < w < w_bar`` (unclipped;
+    """The largest weight with a positive gain.
+
+    ``w_bar = 2 (s_H^2 - rho s_H s_A) / D``: ``G(w) > 0`` exactly for ``0 < w < w_bar`` (unclipped;
     ``<= 0`` means no positive weight helps; ``inf`` when ``D = 0`` and the linear term is positive).
 
     Example:
@@ -302,8 +307,10 @@ def worst_case_gain(
     rho: Number | None = None,
     rho_range: Sequence[float] | Tensor | None = None,
 ) -> Tensor:
-    """``min G(w)`` over ``s_A in [lo, hi]`` (and ``rho in rho_range``): attained at an endpoint of the
-    ``s_A`` interval and at the largest ``rho`` (for ``w in [0, 1]``).
+    """Worst-case gain ``min G(w)`` over ``s_A in [lo, hi]`` (and ``rho in rho_range``).
+
+    The minimum is attained at an endpoint of the ``s_A`` interval and at the largest ``rho`` (for
+    ``w in [0, 1]``).
 
     Example:
         >>> worst_case_gain(0.5, 1.0, (0.5, 3.0), rho=0.0)

@@ -1,6 +1,6 @@
 """LOES: greedy spectral selection of task-discriminative layers from per-layer calibration embeddings.
 
-Faithful to method note 19 (the reference implementation ``arnesh2212/loes`` is the definition):
+Faithful to the paper (docs/loes.md; the reference implementation ``arnesh2212/loes`` is the definition):
 
 - ``iso(X) = mean(lambda) / (std(lambda) + eps)`` with ``lambda`` the eigenvalues of ``cov(X_c) + eps I``.
 - ``ridge(X, Y)``: ``W = (X_c^T X_c + ridge I)^{-1} X_c^T Y_c``, ``b = mean(Y) - mean(X) W``; its score is the
@@ -13,7 +13,7 @@ Faithful to method note 19 (the reference implementation ``arnesh2212/loes`` is 
   to the running prediction (residual boosting).
 - Label-free variant (``y=None``): ``score = alpha (1 - iso) + gamma red``.
 
-Reading choices where the note leaves room (stated so they can be checked):
+Reading choices where the paper leaves room (stated so they can be checked):
 
 - ``red`` uses the column-centred embeddings (the raw ones make every pair look redundant through their
   common mean); ``iso``'s ``eps`` is ``1e-6``; ``std`` is the population one.
@@ -237,7 +237,9 @@ def _targets(y: ArrayLike, n: int, task: str) -> tuple[Tensor, Tensor | None]:
     raise ValueError(f"task must be 'auto', 'classification' or 'regression', got {task!r}")
 
 
-def select_layers(
+# The branches are the argument checks of a public entry point and the labelled / label-free variants of
+# one greedy loop; splitting them would scatter the scoring rule over several functions.
+def select_layers(  # noqa: C901
     embeddings: Sequence[ArrayLike] | ArrayLike,
     y: ArrayLike | None = None,
     k: int = 3,

@@ -12,6 +12,7 @@ from lightning.pytorch.callbacks import Callback
 from torch import Tensor
 from typing_extensions import override
 
+from lightning_icml26._optional import require_pyplot
 from lightning_icml26.data.boltzmann.reweighting import BoltzmannReweighter, ChiralityFix
 from lightning_icml26.data.boltzmann.sampler import check_sampling_args
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
@@ -36,12 +37,7 @@ def plot_boltzmann(
         >>> p.is_file()
         True
     """
-    # Lazy on purpose: matplotlib is only needed for plots, and the non-interactive Agg backend must be
-    # selected before pyplot is first imported (a top-level import would fix the backend for the user).
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require_pyplot()
 
     panels = 2 if reference_angles is not None and generated_angles is not None else 1
     fig, axes = plt.subplots(

@@ -11,6 +11,8 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_only
 from typing_extensions import override
 
+from lightning_icml26._optional import require_pyplot
+
 __all__ = ["MetricsPlot", "plot_history"]
 
 
@@ -32,12 +34,7 @@ def plot_history(history: dict[str, list[tuple[int, float]]], path: str | Path, 
         >>> out.stat().st_size > 0
         True
     """
-    # Lazy on purpose: matplotlib is only needed for plots, and the non-interactive Agg backend must be
-    # selected before pyplot is first imported (a top-level import would fix the backend for the user).
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require_pyplot()
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -119,7 +119,7 @@ def load_forecasts(
     kind: Kind = "probability",
     name: str | None = None,
 ) -> ForecastTable:
-    """Read a ``(question_id, resolution, p_human, p_model)`` table from a CSV or JSON file.
+    r"""Read a ``(question_id, resolution, p_human, p_model)`` table from a CSV or JSON file.
 
     CSV: a header row with those columns (``p_llm`` is read as ``p_model``). JSON: a list of objects, an
     object of equal-length columns, or ``{"forecasts": [...]}``. Extra columns are ignored unless named in
@@ -139,7 +139,7 @@ def load_forecasts(
     Example:
         >>> import tempfile, pathlib
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "f.csv"
-        >>> _ = path.write_text("question_id,resolution,p_human,p_llm\\nq1,1,0.7,0.9\\nq2,0,0.4,0.2\\n")
+        >>> _ = path.write_text("question_id,resolution,p_human,p_llm\nq1,1,0.7,0.9\nq2,0,0.4,0.2\n")
         >>> table = load_forecasts(path)
         >>> table.question_id, table.p_model.tolist()
         (['q1', 'q2'], [0.9, 0.2])

@@ -2,7 +2,7 @@
 
 * :func:`load_forecasts` (in :mod:`lightning_icml26.data.forecast_table`, with the table format
   :class:`ForecastTable`): a user's CSV or JSON file.
-* :func:`make_forecasting_task`: generated tasks with a controlled error correlation ``rho`` (method note 13,
+* :func:`make_forecasting_task`: generated tasks with a controlled error correlation ``rho`` (docs/complementarity.md,
   reproduction plan): ``kind="gaussian"`` (``H = Y + e_H``, ``A = Y + e_A``, real-valued) or ``kind="binary"``
   (latent logit ``z ~ N(0, latent_scale^2)``, ``Y ~ Bernoulli(sigmoid(z))``, each forecaster reports
   ``sigmoid(z + e)``). ``(e_H, e_A)`` is bivariate normal with scales ``sigma_human``, ``sigma_ai`` and
@@ -219,8 +219,10 @@ _SOURCES = ("synthetic", "rain", "polls", "file")
 
 
 def load_forecast_source(source: str, **kwargs: Any) -> ForecastTable:
-    """Dispatch by name: ``"synthetic"`` (:func:`make_forecasting_task`), ``"rain"``, ``"polls"`` or
-    ``"file"`` (:func:`load_forecasts`, needs ``path``); ``kwargs`` go to the loader.
+    """Load forecasts by source name.
+
+    ``"synthetic"`` (:func:`make_forecasting_task`), ``"rain"``, ``"polls"`` or ``"file"``
+    (:func:`load_forecasts`, needs ``path``); ``kwargs`` go to the loader.
 
     Example:
         >>> len(load_forecast_source("synthetic", num_questions=10))

@@ -1,6 +1,6 @@
 """Byte-level language-modelling data from the Python standard library's own source files.
 
-The corpus is real text present wherever Python is installed (``../shared/DATA.md`` §7): the ``*.py`` files
+The corpus is real text present wherever Python is installed (no download): the ``*.py`` files
 of ``sysconfig.get_paths()["stdlib"]``, read as bytes (vocabulary 256, no tokenizer, nothing downloaded).
 Files are read in sorted order, so every process of a multi-process run on the same Python installation
 builds the same tensors. Machines with different Python versions read different files: multi-node runs

@@ -1,6 +1,7 @@
 """Framework-free distributed building blocks: process groups, differentiable collectives, sequence sharding.
 
-Imports torch only (never lightning)."""
+Imports torch only (never lightning).
+"""
 
 from __future__ import annotations
 

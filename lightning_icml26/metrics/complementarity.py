@@ -1,8 +1,8 @@
 """Streaming human-AI complementarity metrics with fixed-shape, sum-reduced float64 states.
 
-Method note 13 (robust human-AI complementarity; a reconstruction from the abstract). Every state is a sum
+Robust human-AI complementarity (docs/complementarity.md; reconstructed from the abstract). Every state is a sum
 (``dist_reduce_fx="sum"``), so a DDP sync is one all-reduce and the result equals one process over the
-concatenated data. Definitions, conventions and the deviations from the note are in
+concatenated data. Definitions, conventions and the deviations from the paper are in
 :mod:`lightning_icml26.metrics.functional.complementarity`.
 
 * :class:`ErrorCorrelation`: Pearson correlation of ``p_H - y`` and ``p_A - y`` (per class for class

@@ -1,6 +1,6 @@
 """HumanAICombiner: learn how much weight to give an AI's forecast, under a robust no-harm constraint.
 
-Method note 13 (robust human-AI complementarity; the formalisation is the note's reconstruction). The team
+Robust human-AI complementarity (docs/complementarity.md; the formalisation is this project's reconstruction). The team
 forecast is the linear pool ``T = (1 - w) p_human + w p_ai``. Before training, the module estimates from
 the training split the human's error scale ``sigma_H`` (RMSE, the decision maker's own reliability) and the
 error correlation ``rho``; the AI's error scale is only known to lie in ``sigma_ai_range``. Every weight in

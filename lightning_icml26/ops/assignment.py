@@ -1,6 +1,6 @@
 """ITC's assignment step: proposals, the copy-or-generate cost matrix and its one-to-one assignment.
 
-Per imagined frame with ``L`` cell tokens (Kim et al., ICML 2026; method note ``18-itc.md``):
+Per imagined frame with ``L`` cell tokens (Kim et al., ICML 2026; docs/itc.md):
 
 1. **Proposals.** Gumbel-max sample ``y_j`` of the logits at every next-frame position ``j``; ``p_j`` is
    the softmax of the Gumbel-perturbed logits (as the official code does; ``perturbed_probs=False`` uses

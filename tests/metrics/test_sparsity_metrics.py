@@ -85,6 +85,7 @@ def _ddp_metric(rank: int, world_size: int, arrays: list) -> float:
 
 
 @pytest.mark.distributed
+@pytest.mark.slow
 def test_metric_syncs_over_two_ranks() -> None:
     torch.manual_seed(0)
     arrays = [torch.randn(6, 4) * (torch.rand(6, 4) > 0.7) for _ in range(4)]

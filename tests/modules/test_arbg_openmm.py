@@ -9,9 +9,9 @@ import torch
 
 from lightning_icml26.data.boltzmann import AlanineDipeptideEnergy, BoltzmannReweighter, ChiralityFix, get_system
 from lightning_icml26.data.boltzmann.systems import ALA2_CHIRAL, langevin_md_openmm
-from tests._support.skips import requires_module
+from tests._support.skips import requires_module, requires_no_deps_package
 
-pytestmark = [requires_module("openmm"), requires_module("openmmtools")]
+pytestmark = [requires_module("openmm"), requires_no_deps_package("openmmtools", "openmmtools==0.27.0")]
 
 
 @pytest.fixture(scope="module")

@@ -91,6 +91,7 @@ def test_high_correlation_keeps_the_human_alone():
     assert float(metrics["test_loss_team"]) == pytest.approx(float(metrics["test_loss_human"]), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_feature_dependent_weight_follows_the_better_member():
     dm = _data(rho=-0.5, sigma_ai=1.0, n=3000, feature_effect=1.2, batch=900)
     model = HumanAICombiner(sigma_ai_range=(0.2, 3.0), loss="squared", feature_dim=1, hidden=8, optimizer=_adam)

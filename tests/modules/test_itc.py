@@ -214,6 +214,7 @@ def test_vq_tokenizer_nearest_code_and_loss_decreases() -> None:
     assert float(vq.loss(images)) < first
 
 
+@pytest.mark.slow
 def test_itc_gridworld_recipe_end_to_end(tmp_path) -> None:
     overrides = [
         "trainer.max_epochs=1",
@@ -259,6 +260,7 @@ def test_itc_minigrid_recipe_end_to_end(tmp_path) -> None:
     assert 0.0 <= summary["metrics"]["test_itc_token_accuracy_h1"] <= 1.0
 
 
+@pytest.mark.slow
 def test_lazy_imports() -> None:
     import subprocess
 

@@ -212,6 +212,7 @@ def test_data_module_items_one_segment_per_class() -> None:
     assert torch.equal(p, (a.true_returns > b.true_returns).float())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["rmse", "rbrl", "bradley_terry"])
 def test_training_aligns_reward_with_true_return(loss: str) -> None:
     pool = _synthetic(300, 1)

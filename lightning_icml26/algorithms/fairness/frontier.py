@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from lightning_icml26._optional import require_pyplot
 from lightning_icml26.algorithms.fairness._common import (
     check_alpha,
     check_count,
@@ -95,12 +96,7 @@ def plot_frontier(curves: dict[str, list[dict[str, float]]], path: str | Path, t
         >>> out.is_file()
         True
     """
-    # Lazy on purpose: matplotlib is only needed for plots, and the non-interactive Agg backend must be
-    # selected before pyplot is first imported (a top-level import would fix the backend for the user).
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require_pyplot()
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

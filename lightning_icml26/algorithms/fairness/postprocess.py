@@ -19,7 +19,7 @@ The LP is solved with ``scipy.optimize.linprog(method="highs")``; its inequality
 (``gamma * n`` is ``p(a | x) / p_hat(a)``). The rule sees only ``x`` (through the two probability models).
 
 Deviation / reconstruction notes: the paper's formulas are not public; this follows the precursor
-(Xian & Zhao 2024) as described in the method note, with scipy HiGHS instead of cvxpy/Gurobi. Ties are
+(Xian & Zhao 2024), see docs/fairness.md, with scipy HiGHS instead of cvxpy/Gurobi. Ties are
 broken by uniform noise of scale ``noise`` added to the risks both when fitting and when predicting:
 with fresh noise at prediction, the rule is a randomised classifier whose expected split of tied
 (identical) inputs follows the LP's fractional solution; ``predict_proba`` estimates that distribution by
@@ -116,7 +116,9 @@ class FairPostProcessor:
         return pg / self.group_prior_[None]
 
     # --------------------------------------------------------------------- fit
-    def fit(self, probs_y: Any, probs_group: Any, groups: Any = None, labels: Any = None) -> FairPostProcessor:
+    # One pass that validates every input, builds and solves the LP and extracts its duals; the branches are
+    # the argument checks and the three criteria.
+    def fit(self, probs_y: Any, probs_group: Any, groups: Any = None, labels: Any = None) -> FairPostProcessor:  # noqa: C901
         """Solve the LP on a calibration split.
 
         Args:

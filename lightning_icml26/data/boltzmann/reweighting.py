@@ -97,7 +97,7 @@ class ReweightResult:
 class BoltzmannReweighter:
     """Importance weights ``log w = -E(x) - log q(x)`` towards ``exp(-E)``, with the ArBG evaluation protocol.
 
-    Protocol (method note): optional chirality fix (mirror, drop if still wrong); ``log w = -E - log q``
+    Protocol (docs/arbg.md): optional chirality fix (mirror, drop if still wrong); ``log w = -E - log q``
     (``-|com|^2 / (2 com_std^2)`` is added to the target when ``com_std`` is set: the generators are trained with
     a Gaussian centre of mass, so the translation-invariant Boltzmann density needs that factor to be proper);
     weights above the ``1 - clip_quantile`` quantile are dropped (set to ``-inf``); the Kish ESS; resampling with

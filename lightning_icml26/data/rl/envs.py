@@ -41,7 +41,7 @@ def collect_segments(
     """Roll out a behaviour policy in a gymnasium environment and cut non-overlapping segments of equal length.
 
     The default behaviour policy draws a random action and holds it for a random 1..``action_repeat_max`` steps,
-    which gives segments of widely varying quality (the offline alignment protocol of the note). Episodes are
+    which gives segments of widely varying quality (this project's offline alignment protocol, docs/r4.md). Episodes are
     cut into consecutive windows of ``segment_length``; a trailing partial window is dropped.
 
     Args:

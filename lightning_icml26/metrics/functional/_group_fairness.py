@@ -157,8 +157,11 @@ def _demographic_parity_compute(selection: Tensor, mode: str, reduction: str, po
 
 
 def _confusion_cells(confusion: Tensor, which: str) -> Tensor:
-    """Rates ``(G, cells)``: every ``(y, k)`` for ``"eo"``, the diagonal for ``"eopp"``, FPR and TPR for
-    ``"binary_eo"``, the TPR ``(1, 1)`` for ``"binary_eopp"``."""
+    """Per-group rates ``(G, cells)`` of the cells a criterion constrains.
+
+    Every ``(y, k)`` for ``"eo"``, the diagonal for ``"eopp"``, FPR and TPR for ``"binary_eo"``, the TPR
+    ``(1, 1)`` for ``"binary_eopp"``.
+    """
     count = confusion.sum(dim=2)
     empty = torch.nonzero(count == 0).tolist()
     rates = _safe_divide(confusion, count[:, :, None])

@@ -342,7 +342,7 @@ def robust_pooling(
     """Functional twin of :class:`~lightning_icml26.metrics.RobustPoolingWeight`.
 
     Estimates ``sigma_human`` (RMSE) and, unless ``rho_range`` is given, ``rho`` (uncentred) from the data,
-    then returns the decision-theoretic quantities of the note: ``robust_weight`` ``w*``,
+    then returns the decision-theoretic quantities of the reconstruction: ``robust_weight`` ``w*``,
     ``guaranteed_gain`` ``G*``, ``weight_cap`` (largest safe weight), ``rho_threshold`` ``s_H / hi``,
     ``oracle_weight`` and ``oracle_gain`` (with the estimated ``sigma_ai``), ``gain_at_robust_weight``
     (the realised ``L_H - L_team(w*)`` for the Brier / squared loss) and the estimates ``sigma_human``,

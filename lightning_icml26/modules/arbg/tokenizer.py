@@ -17,7 +17,7 @@ class CoordinateTokenizer(torch.nn.Module):
     decoding draws ``u`` uniformly inside the bin (uniform dequantisation), so the continuous density of a
     decoded sample is ``P(tok) / (delta * scale)^d``.
 
-    Deviation from the official code (documented in the method note): the code bins with spacing
+    Deviation from the official code (see docs/arbg.md): the code bins with spacing
     ``(hi - lo) / (B - 1)`` (rounding) but dequantises with width ``(hi - lo) / B``; here both use
     ``delta = (hi - lo) / B`` so the density is exact.
 

@@ -200,6 +200,7 @@ class UPipeAttention(nn.Module):
         return self.o_proj(out.reshape(b, s, self.num_heads * self.head_dim))
 
     def extra_repr(self) -> str:
+        """The layer's sizes, backend and context-parallel size, shown by ``print(module)``."""
         return (
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}, "
             f"head_dim={self.head_dim}, backend={self.backend!r}, cp_size={self.cp.size}"

@@ -144,7 +144,8 @@ class _UPipeFused(torch.autograd.Function):
         return dx.to(x.dtype), dw_q, dw_k, dw_v, None, None, None
 
 
-def upipe_attention(
+# The branches are argument checks (shapes, GQA grouping, layout, rotary tables) before one stage loop.
+def upipe_attention(  # noqa: C901
     x: torch.Tensor,
     w_q: torch.Tensor,
     w_k: torch.Tensor,

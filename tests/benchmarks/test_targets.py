@@ -1,0 +1,127 @@
+"""Benchmark JSON targets: the shared helper, write_json's check, and each benchmark's target builder."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+
+import pytest
+
+from benchmarks._common import check_targets, target, worst, write_json
+
+
+def test_target_compares_and_formats():
+    assert target(0.31, "<=", 0.25) == {"value": 0.31, "target": "<= 0.25", "met": False}
+    assert target(0.25, "<=", 0.25)["met"] is True
+    assert target(0.25, "<", 0.25)["met"] is False
+    assert target(2.5, ">=", 2.0) == {"value": 2.5, "target": ">= 2", "met": True}
+    assert target(2.0, ">", 2.0)["met"] is False
+    nan = target(float("nan"), ">=", 0.0)
+    assert math.isnan(nan["value"])
+    assert nan["met"] is False
+    with pytest.raises(ValueError, match="op must be one of"):
+        target(1.0, "==", 1.0)
+
+
+def test_worst_treats_any_nan_as_unmeasured():
+    nan = float("nan")
+    assert worst([0.5, 1.2, 0.7], "min") == 0.5
+    assert worst([0.5, 1.2, 0.7], "max") == 1.2
+    # the builtin min/max answer differently depending on where the nan sits; worst() never does
+    assert math.isnan(worst([nan, 0.5], "min"))
+    assert math.isnan(worst([0.5, nan], "min"))
+    assert math.isnan(worst([], "max"))
+    with pytest.raises(ValueError, match="kind must be"):
+        worst([1.0], "mean")
+
+
+def test_write_json_refuses_figures_without_targets(tmp_path):
+    args = argparse.Namespace(quick=True)
+    path = tmp_path / "out.json"
+    with pytest.raises(ValueError, match="targets"):
+        write_json(path, "demo", {"rows": []}, args)
+    with pytest.raises(ValueError, match="targets"):
+        write_json(None, "demo", {"rows": [], "targets": {}}, args)
+    with pytest.raises(ValueError, match=r"targets\['x'\]"):
+        write_json(path, "demo", {"targets": {"x": {"value": 1.0, "met": True}}}, args)
+    assert not path.exists()
+    write_json(path, "demo", {"rows": [], "targets": {"x": target(1.0, ">=", 0.5)}}, args)
+    record = json.loads(path.read_text())
+    assert record["figures"]["targets"] == {"x": {"value": 1.0, "target": ">= 0.5", "met": True}}
+    assert check_targets(record["figures"])["x"]["met"] is True
+
+
+def _builder(name: str):
+    return importlib.import_module(f"benchmarks.{name}").build_targets
+
+
+def test_rewa_targets_same_key_at_both_sizes():
+    build = _builder("rewa_sparsity")
+    quick = build({"regression": {"ReWA K9 M2": {"cr_at_matched_r2": 6.0}, "L1 prox": {"cr_at_matched_r2": 2.0}}})
+    full = build({"rewa_over_l1": 0.82})
+    assert quick.keys() == full.keys() == {"rewa_cr_over_l1"}
+    assert quick["rewa_cr_over_l1"] == {"value": 3.0, "target": ">= 2", "met": True}
+    assert full["rewa_cr_over_l1"]["met"] is False
+    diverged = build({"regression": {"ReWA K9 M2": {"diverged": True}, "L1 prox": {"cr_at_matched_r2": 2.0}}})
+    assert diverged["rewa_cr_over_l1"]["met"] is False
+
+
+def test_loes_and_r4_and_arbg_targets():
+    loes = _builder("loes_probe")([{"LOES-last": 6.3}, {"LOES-last": 0.3}])
+    assert loes["loes_minus_last_min_points"] == {"value": 0.3, "target": ">= 3", "met": False}
+    r4_rows = [
+        {"env": "P", "method": "r4", "kendall_tau": 0.8},
+        {"env": "P", "method": "rbrl", "kendall_tau": 0.7},
+        {"env": "P", "method": "bt_ratings", "kendall_tau": 0.9},  # an ablation: not in the target
+        {"env": "H", "method": "r4", "kendall_tau": 0.6},
+        {"env": "H", "method": "bt_queries", "kendall_tau": 0.66},
+    ]
+    r4 = _builder("r4_reward")(r4_rows)["kendall_tau_margin_min"]
+    assert r4["value"] == pytest.approx(-0.06)
+    assert r4["met"] is False
+    arbg_rows = [
+        {"metric": "ess", "ArBG/flow": 1.2},
+        {"metric": "ess", "ArBG/flow": 0.5},
+        {"metric": "e_w2", "ArBG/flow": 0.91},
+        {"metric": "t_w2", "ArBG/flow": 3.0},
+    ]
+    arbg = _builder("arbg_vs_flow")(arbg_rows)
+    assert arbg["ess_ratio_min"] == {"value": 0.5, "target": ">= 1", "met": False}
+    assert arbg["energy_w2_ratio_max"] == {"value": 0.91, "target": "<= 1", "met": True}
+    ess_rows = [{"metric": "ess", "ArBG/flow": 2.0}, {"metric": "ess", "ArBG/flow": math.nan}]
+    unmeasured = _builder("arbg_vs_flow")(ess_rows)
+    assert unmeasured["ess_ratio_min"]["met"] is False
+
+
+def test_itc_fairness_complementarity_upipe_targets():
+    results = {
+        "sample": {"persistence_error_rate": [0.1, 0.4], "token_accuracy": [0.9, 0.8]},
+        "itc[hungarian]": {"persistence_error_rate": [0.1, 0.1], "token_accuracy": [0.95, 0.8]},
+    }
+    itc = _builder("itc_rollouts")({"grid": results}, 2)
+    assert itc["persistence_ratio_max"] == {"value": 0.25, "target": "<= 0.5", "met": True}
+    assert itc["token_acc_h1_gap_min"]["value"] == pytest.approx(0.05)
+    nan = float("nan")
+    figs = {k: [0.6, 0.12] for k in ("ours_post", "ours_eg", "ours_callback")}
+    fair_rows = [
+        {"alpha": 0.0, "post/fl-best": 0.5, "ourEG/fl-best": 0.5, "cb/fl-best": 0.5, "_figures": figs},
+        {"alpha": 0.1, "post/fl-best": 1.03, "ourEG/fl-best": 1.01, "cb/fl-best": 1.02, "_figures": figs},
+        # no fairlearn method qualified at this alpha: the ratios are nan and left out
+        {"alpha": 0.2, "post/fl-best": nan, "ourEG/fl-best": nan, "cb/fl-best": nan, "_figures": figs},
+    ]
+    fair = _builder("fairness_frontier")(fair_rows)  # alpha = 0 rows are left out
+    assert fair["accuracy_over_fairlearn_min"] == {"value": 1.01, "target": ">= 1", "met": True}
+    assert fair["gap_excess_max"]["value"] == pytest.approx(0.02)  # 0.12 - 0.1; the alpha = 0.2 rows are inside
+    assert fair["gap_excess_max"]["met"] is False
+    comp = _builder("complementarity")([{"worst combiner": 0.01, "worst robust w*": 0.0}])
+    assert comp["robust_worst_gain_min"]["met"] is True
+    up = {"peak_MiB": 2.0, "max_seq": 1152, "tokens_per_s": 170.0}
+    uly = {"peak_MiB": 4.0, "max_seq": 1024, "tokens_per_s": 100.0}
+    mem = _builder("upipe_memory")({"upipe": up, "ulysses": uly})
+    assert mem["peak_over_ulysses"] == {"value": 0.5, "target": "<= 0.25", "met": False}
+    assert mem["max_seq_over_ulysses"]["value"] == pytest.approx(1.125)
+    assert mem["throughput_over_ulysses"]["met"] is True
+    e2e = _builder("upipe_e2e")([{"mem_upipe/ulysses": 0.8}, {"mem_upipe/ulysses": 0.95}])
+    assert e2e["peak_over_ulysses_max"] == {"value": 0.95, "target": "<= 1", "met": True}
