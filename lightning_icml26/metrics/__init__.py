@@ -21,6 +21,7 @@ from lightning_icml26.metrics.fairness import (
     MulticlassEqualOpportunity,
     MulticlassGroupRates,
 )
+from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "EffectiveSampleSize",
     "EnergyW2",
     "ErrorCorrelation",
+    "GRMReliability",
+    "HumanAlignment",
     "MulticlassDemographicParity",
     "MulticlassEqualizedOdds",
     "MulticlassEqualOpportunity",

@@ -1,0 +1,21 @@
+"""Item response theory for LLM-judge reliability: graded response model fits."""
+
+from __future__ import annotations
+
+from lightning_icml26.algorithms.irt.estimator import GradedResponseModel
+from lightning_icml26.algorithms.irt.grm import (
+    GRMFit,
+    category_probabilities,
+    fit_grm,
+    quadrature,
+    scores_to_counts,
+)
+
+__all__ = [
+    "category_probabilities",
+    "fit_grm",
+    "GradedResponseModel",
+    "GRMFit",
+    "quadrature",
+    "scores_to_counts",
+]
