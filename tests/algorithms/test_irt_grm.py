@@ -94,7 +94,8 @@ def test_agrees_with_girth() -> None:
 def test_estimator_and_errors() -> None:
     y, *_ = _simulate([1.0, 2.0], n=200, k=3, seed=2)
     model = GradedResponseModel(n_categories=3).fit(y.numpy())
-    assert model.theta_.shape == (200,) and model.thresholds_.shape == (2, 2)
+    assert model.theta_.shape == (200,)
+    assert model.thresholds_.shape == (2, 2)
     np.testing.assert_allclose(model.predict_proba(np.zeros(3)).sum(-1), 1.0)
     with pytest.raises(ValueError, match="scores must lie in 1..3"):
         GradedResponseModel(n_categories=3).fit(np.array([[1, 4], [2, 2]]))

@@ -189,7 +189,7 @@ def fit_grm(
     n_nodes: int = 61,
     max_iter: int = 200,
     tol: float = 1e-7,
-    m_steps: int = 20,
+    m_steps: int = 8,
 ) -> GRMFit:
     """Fit the graded response model by Bock-Aitkin EM (see the module docstring).
 
