@@ -71,9 +71,11 @@ def test_planted_pathologies_are_flagged(kwargs: dict, consistent: bool | None, 
 def test_theta_ratio_follows_the_human_scale() -> None:
     ratios = {}
     for scale in (0.5, 1.0, 2.0):
-        sim = simulate_judge(n_samples=200, seed=1, human_scale=scale)
-        ratios[scale] = float(human_alignment(*sim.triples(), *sim.human_triples(), 200, 4, 3, 5)["theta_ratio"])
-    assert ratios[0.5] < 0.8 < ratios[1.0] < 1.2 < ratios[2.0]
+        sim = simulate_judge(n_samples=300, seed=1, human_scale=scale)
+        ratios[scale] = float(human_alignment(*sim.triples(), *sim.human_triples(), 300, 4, 3, 5)["theta_ratio"])
+    assert ratios[0.5] < 0.9
+    assert ratios[0.5] < ratios[1.0] < ratios[2.0]
+    assert ratios[2.0] > 1.3
 
 
 def test_metric_equals_functional_over_batches() -> None:
