@@ -7,6 +7,8 @@ Planted pathologies:
 * ``sensitive_variant``: that variant's scores barely follow the quality (its discrimination is multiplied by
   ``sensitivity``) and its thresholds are shifted by ``shift``: a prompt-sensitive judge (high ``C_V``).
 * a low ``discrimination`` for every variant: a judge that separates samples poorly (low reliability).
+* for a real judge, :func:`degraded_docstrings` gives standard-library docstrings degraded at graded levels
+  (clauses dropped, words shuffled); the level plays the human rating.
 * ``human_scale``: human raters score the rescaled quality ``human_scale * theta`` with the judge's clean
   thresholds and discrimination ``human_discrimination / human_scale`` (equally sharp per unit of quality):
   with ``human_scale < 1`` humans keep their extreme levels for more extreme samples, so the judge's ability
@@ -15,13 +17,18 @@ Planted pathologies:
 
 from __future__ import annotations
 
+import ast
+import random
+import re
+import sysconfig
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from lightning_icml26.algorithms.irt import category_probabilities
 
-__all__ = ["SimulatedJudge", "simulate_judge"]
+__all__ = ["SimulatedJudge", "degrade_text", "degraded_docstrings", "simulate_judge"]
 
 
 @dataclass
@@ -124,3 +131,95 @@ def simulate_judge(
     human_alpha = torch.full((n_raters,), float(human_discrimination) / human_scale, dtype=torch.float64)
     human = _draw(human_scale * theta, human_alpha, base.repeat(n_raters, 1), g)
     return SimulatedJudge(scores, human, theta, alpha, beta)
+
+
+def _stdlib_docstrings(min_words: int, max_words: int) -> list[str]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    found: list[str] = []
+    for name in _DOC_MODULES:
+        path = root / name
+        if not path.is_file():
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                doc = ast.get_docstring(node)
+                if doc:
+                    para = " ".join(doc.split("\n\n")[0].split())
+                    if min_words <= len(para.split()) <= max_words and para not in found:
+                        found.append(para)
+    return found
+
+
+_DOC_MODULES = (
+    "textwrap.py",
+    "string.py",
+    "fractions.py",
+    "statistics.py",
+    "shutil.py",
+    "calendar.py",
+    "heapq.py",
+    "difflib.py",
+    "random.py",
+    "argparse.py",
+)
+
+
+def degrade_text(text: str, level: int, n_levels: int, seed: int = 0) -> str:
+    """Degrade ``text``: level ``n_levels`` keeps it, level 1 drops clauses and shuffles most words.
+
+    A fraction ``(n_levels - level) / (n_levels - 1)`` of the comma- or semicolon-separated clauses after the
+    first is dropped and the same fraction of the remaining words is shuffled among their positions.
+
+    Example:
+        >>> degrade_text("Return the sum, ignoring NaN values.", 3, 3)
+        'Return the sum, ignoring NaN values.'
+        >>> degrade_text("Return the sum, ignoring NaN values.", 1, 3, seed=2)
+        'sum the Return'
+    """
+    if not 1 <= level <= n_levels:
+        raise ValueError(f"level must lie in 1..{n_levels}, got {level!r}")
+    rng = random.Random(seed)
+    frac = (n_levels - level) / max(n_levels - 1, 1)
+    clauses = re.split(r"(?<=[,;])\s+", text)
+    keep = [clauses[0]] + [c for c in clauses[1:] if rng.random() >= frac]
+    words = " ".join(keep).rstrip(",;").split()
+    picked = [i for i in range(len(words)) if rng.random() < frac]
+    moved = [words[i] for i in picked]
+    rng.shuffle(moved)
+    for i, w in zip(picked, moved, strict=True):
+        words[i] = w
+    return " ".join(words)
+
+
+def degraded_docstrings(
+    n_samples: int = 50, n_levels: int = 5, seed: int = 0, min_words: int = 12, max_words: int = 40
+) -> tuple[list[str], torch.Tensor]:
+    """Python standard-library docstrings degraded at graded levels; the level is the "human" rating.
+
+    Args:
+        n_samples: number of texts (levels cycle ``1..n_levels`` over them).
+        n_levels: number of quality levels.
+        seed: chooses the docstrings and the degradations.
+        min_words: shortest docstring paragraph kept.
+        max_words: longest docstring paragraph kept.
+
+    Returns:
+        ``(texts, levels)`` with ``levels`` a long tensor in ``1..n_levels``.
+
+    Example:
+        >>> texts, levels = degraded_docstrings(n_samples=4, n_levels=2)
+        >>> len(texts), levels.tolist()
+        (4, [1, 2, 1, 2])
+    """
+    docs = _stdlib_docstrings(min_words, max_words)
+    if n_samples > len(docs):
+        raise ValueError(f"n_samples must be at most {len(docs)} (docstrings found), got {n_samples}")
+    rng = random.Random(seed)
+    chosen = rng.sample(docs, n_samples)
+    levels = [(j % n_levels) + 1 for j in range(n_samples)]
+    texts = [
+        degrade_text(t, lv, n_levels, seed=seed * 100_003 + j)
+        for j, (t, lv) in enumerate(zip(chosen, levels, strict=True))
+    ]
+    return texts, torch.tensor(levels)

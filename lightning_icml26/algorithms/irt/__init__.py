@@ -10,12 +10,17 @@ from lightning_icml26.algorithms.irt.grm import (
     quadrature,
     scores_to_counts,
 )
+from lightning_icml26.algorithms.irt.judge import VARIANTS, JudgeRunner, newline_variant, typo_variant
 
 __all__ = [
     "category_probabilities",
     "fit_grm",
     "GradedResponseModel",
     "GRMFit",
+    "JudgeRunner",
+    "newline_variant",
     "quadrature",
     "scores_to_counts",
+    "typo_variant",
+    "VARIANTS",
 ]
