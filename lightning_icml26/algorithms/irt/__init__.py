@@ -6,6 +6,7 @@ from lightning_icml26.algorithms.irt.estimator import GradedResponseModel
 from lightning_icml26.algorithms.irt.grm import (
     GRMFit,
     category_probabilities,
+    eap_abilities,
     fit_grm,
     quadrature,
     scores_to_counts,
@@ -14,6 +15,7 @@ from lightning_icml26.algorithms.irt.judge import VARIANTS, JudgeRunner, newline
 
 __all__ = [
     "category_probabilities",
+    "eap_abilities",
     "fit_grm",
     "GradedResponseModel",
     "GRMFit",
