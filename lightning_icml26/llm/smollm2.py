@@ -78,6 +78,10 @@ def smollm2(cache_dir: str | Path | None = None, batch_size: int = 8, device: st
         source = str(Path(spec.origin).parent)
         tokenizer = transformers.AutoTokenizer.from_pretrained(source, gguf_file=SMOLLM2_GGUF)
         model = transformers.AutoModelForCausalLM.from_pretrained(source, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
+        # the weights are dequantised fp32 already: drop the GGUF quantizer so the model saves as plain weights
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
         folder.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(str(folder))
         tokenizer.save_pretrained(str(folder))
