@@ -103,7 +103,8 @@ def run_llm(n_samples: int) -> dict:
     runner = JudgeRunner(smollm2(), "Rate how fluent, grammatical and complete this Python docstring is.", 5)
     scores = runner.score(texts)
     counts = scores_to_counts(scores, 5)
-    out: dict = {"n_samples": n_samples, "paraphrase": runner.instructions[3]}
+    paraphrase = " ".join(runner.instructions[3].split())
+    out: dict = {"n_samples": n_samples, "paraphrase": paraphrase[:80].replace("|", "/")}
     fit = fit_grm(counts)
     out["cv"], out["rho"] = _diagnostics(counts, fit.theta, fit.theta_sd)
     s, v, y = torch.arange(n_samples).repeat_interleave(4), torch.arange(4).repeat(n_samples), scores.reshape(-1)

@@ -128,20 +128,37 @@ class HFCausalLM:
             if not c_ids:
                 raise ValueError(f"continuations must tokenise to at least one token, got {cont!r}")
             pairs.append((p_ids, c_ids))
-        results: list[torch.Tensor] = []
-        for start in range(0, len(pairs), self.batch_size):
-            chunk = pairs[start : start + self.batch_size]
-            width = max(len(p) + len(c) for p, c in chunk)
-            ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, (p, c) in enumerate(chunk):
-                ids[row, : len(p) + len(c)] = torch.tensor(p + c)
-                mask[row, : len(p) + len(c)] = 1
-            logp = F.log_softmax(self._forward(ids, mask), dim=-1).cpu()
-            for row, (p, c) in enumerate(chunk):
-                positions = torch.arange(len(p) - 1, len(p) + len(c) - 1)
-                results.append(logp[row, positions, torch.tensor(c)])
-        return results
+        results: list[torch.Tensor | None] = [None] * len(pairs)
+        # one-token continuations of the same prompt (e.g. the score tokens of a judge) share one forward pass
+        prompts_1: dict[tuple[int, ...], list[int]] = {}
+        for i, (p, c) in enumerate(pairs):
+            if len(c) == 1:
+                prompts_1.setdefault(tuple(p), []).append(i)
+        unique = list(prompts_1)
+        for start in range(0, len(unique), self.batch_size):
+            chunk = unique[start : start + self.batch_size]
+            logp = self._log_softmax([list(key) for key in chunk])
+            for row, key in enumerate(chunk):
+                for i in prompts_1[key]:
+                    results[i] = logp[row, len(key) - 1, pairs[i][1]]
+        rest = [i for i, (_, c) in enumerate(pairs) if len(c) > 1]
+        for start in range(0, len(rest), self.batch_size):
+            index = rest[start : start + self.batch_size]
+            logp = self._log_softmax([pairs[i][0] + pairs[i][1] for i in index])
+            for row, i in enumerate(index):
+                p, c = pairs[i]
+                results[i] = logp[row, torch.arange(len(p) - 1, len(p) + len(c) - 1), torch.tensor(c)]
+        return [r for r in results if r is not None]
+
+    def _log_softmax(self, rows: list[list[int]]) -> torch.Tensor:
+        """Log-softmax ``[B, T, V]`` (CPU) of right-padded rows of token ids."""
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, r in enumerate(rows):
+            ids[row, : len(r)] = torch.tensor(r)
+            mask[row, : len(r)] = 1
+        return F.log_softmax(self._forward(ids, mask), dim=-1).cpu()
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int = 32) -> list[str]:
         """Greedy continuation of each prompt (new text only, special tokens removed).
