@@ -7,12 +7,14 @@ import pytest
 import torch
 
 from lightning_icml26.algorithms.irt import (
+    BayesianGRM,
     GradedResponseModel,
     category_probabilities,
     fit_grm,
     quadrature,
     scores_to_counts,
 )
+from tests._support.skips import requires_module
 
 
 def _simulate(alpha: list[float], n: int = 500, k: int = 5, seed: int = 0) -> tuple[torch.Tensor, ...]:
@@ -105,3 +107,19 @@ def test_estimator_and_errors() -> None:
         fit_grm(scores_to_counts(torch.tensor([[1, 0], [2, 0], [3, 0]]), 3))
     with pytest.raises(ValueError, match="not fitted"):
         GradedResponseModel(n_categories=3).predict_proba(np.zeros(1))
+
+
+@pytest.mark.slow
+@requires_module("numpyro")
+def test_em_agrees_with_nuts_posterior_means() -> None:
+    """The paper's Bayesian model (NUTS, its priors) and the EM fit give the same abilities and diagnostics."""
+    y, theta, a, _ = _simulate([1.5, 2.0, 2.5, 3.0], n=200, seed=4)
+    counts = scores_to_counts(y, 5)
+    em = fit_grm(counts)
+    nuts = BayesianGRM(n_categories=5, num_warmup=150, num_samples=150, seed=0).fit(y.numpy())
+    assert np.corrcoef(nuts.theta_, em.theta.numpy())[0, 1] >= 0.99
+    assert np.corrcoef(nuts.discrimination_, em.discrimination.numpy())[0, 1] >= 0.9
+    assert np.all(np.diff(nuts.thresholds_, axis=1) > 0)
+    np.testing.assert_allclose(nuts.theta_sd_.mean(), em.theta_sd.mean().item(), rtol=0.1)
+    with pytest.raises(ValueError, match="scores must lie in 1..5"):
+        BayesianGRM(n_categories=5).fit(np.array([[6, 1], [1, 1]]))

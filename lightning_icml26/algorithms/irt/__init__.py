@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lightning_icml26.algorithms.irt.bayes import BayesianGRM
 from lightning_icml26.algorithms.irt.estimator import GradedResponseModel
 from lightning_icml26.algorithms.irt.grm import (
     GRMFit,
@@ -14,6 +15,7 @@ from lightning_icml26.algorithms.irt.grm import (
 from lightning_icml26.algorithms.irt.judge import VARIANTS, JudgeRunner, newline_variant, typo_variant
 
 __all__ = [
+    "BayesianGRM",
     "category_probabilities",
     "eap_abilities",
     "fit_grm",
