@@ -43,10 +43,12 @@ class GRMReliability(Metric):
     responses.
 
     Example:
+        >>> g = torch.Generator().manual_seed(0)
         >>> m = GRMReliability(n_samples=40, n_variants=2, n_categories=5)
         >>> quality = torch.arange(40) % 5 + 1
-        >>> m.update(torch.arange(40), torch.zeros(40, dtype=torch.long), quality)
-        >>> m.update(torch.arange(40), torch.ones(40, dtype=torch.long), (quality + 1).clamp(max=5))
+        >>> for variant in (0, 1):
+        ...     noisy = (quality + torch.randint(-1, 2, (40,), generator=g)).clamp(1, 5)
+        ...     m.update(torch.arange(40), torch.full((40,), variant), noisy)
         >>> bool(m.compute()["reliable"])
         True
     """
@@ -87,9 +89,11 @@ class HumanAlignment(Metric):
 
     Example:
         >>> m = HumanAlignment(n_samples=30, n_variants=2, n_raters=2, n_categories=5)
-        >>> q = torch.arange(30) % 5 + 1
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = (torch.arange(30) % 5 + 1).repeat(2)
         >>> s, v = torch.arange(30).repeat(2), torch.arange(2).repeat_interleave(30)
-        >>> m.update(s, v, q.repeat(2), s, v, (q.repeat(2) + torch.tensor([0, 1, -1]).repeat(20)).clamp(1, 5))
+        >>> judge, human = ((q + torch.randint(-1, 2, (60,), generator=g)).clamp(1, 5) for _ in range(2))
+        >>> m.update(s, v, judge, s, v, human)
         >>> sorted(m.compute())
         ['theta_ratio', 'wasserstein']
     """

@@ -235,10 +235,10 @@ def human_alignment(
         ValueError: if the judge and the humans rated different samples, or for bad ids or scores.
 
     Example:
-        >>> quality = torch.arange(30) % 5 + 1
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = (torch.arange(30) % 5 + 1).repeat(2)
         >>> s, v = torch.arange(30).repeat(2), torch.arange(2).repeat_interleave(30)
-        >>> judge = quality.repeat(2)
-        >>> human = (quality.repeat(2) + torch.tensor([0, 1, -1]).repeat(20)).clamp(1, 5)
+        >>> judge, human = ((q + torch.randint(-1, 2, (60,), generator=g)).clamp(1, 5) for _ in range(2))
         >>> out = human_alignment(s, v, judge, s, v, human, 30, 2, 2, 5)
         >>> sorted(out)
         ['theta_ratio', 'wasserstein']
