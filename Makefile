@@ -55,6 +55,7 @@ lint: install
 	$(BIN)/ruff check lightning_icml26 tests benchmarks
 	$(BIN)/ruff format --check lightning_icml26 tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .mypy_cache .ruff_cache

@@ -38,16 +38,15 @@ from torch import Tensor, nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import benchmark_parser, markdown_table, ratio, write_json
 
-from lightning_icml26.metrics.functional import energy_w2, torus_w2
-from lightning_icml26.modules.arbg import (
-    ArBG,
+from lightning_icml26.data.boltzmann import (
     BoltzmannReweighter,
     BoltzmannSystem,
     ChiralityFix,
-    FlowBG,
     get_system,
     reference_samples,
 )
+from lightning_icml26.metrics.functional import energy_w2, torus_w2
+from lightning_icml26.modules.arbg import ArBG, FlowBG
 
 CONFIG = {  # system: (num_bins, coord_range, hidden, layers)
     "dw4": (512, (-5.0, 5.0), 48, 2),

@@ -35,9 +35,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, ratio, write_json
+from lightning_icml26.algorithms import pooling_gain
 from lightning_icml26.data.forecasts import ForecastTable, make_forecasting_task
 from lightning_icml26.metrics import RobustPoolingWeight
-from lightning_icml26.metrics.functional import pooling_gain
 
 METHODS = ("robust w*", "combiner", "average", "defer", "tuned")
 

@@ -45,8 +45,8 @@ from lightning_icml26.algorithms.fairness import (
     plot_frontier,
 )
 from lightning_icml26.algorithms.fairness._common import expected_gap, one_hot
-from lightning_icml26.algorithms.fairness.frontier import _fit_with_callback
 from lightning_icml26.data.tabular import FairTabularData, load_adult, load_compas, split_indices
+from lightning_icml26.tasks.fair_frontier import _fit_with_callback
 
 
 def _evaluate(dist: np.ndarray, y: np.ndarray, a: np.ndarray, num_groups: int) -> tuple[float, float]:

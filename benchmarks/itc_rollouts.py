@@ -49,7 +49,8 @@ from _common import benchmark_parser, markdown_table, ratio, write_json
 from lightning_icml26._optional import is_available
 from lightning_icml26.data.gridworld import make_gridworld_rollouts
 from lightning_icml26.metrics.functional import rollout_consistency
-from lightning_icml26.modules.itc import ITCDecoder, TokenWorldModel, rollout
+from lightning_icml26.modules.itc import TokenWorldModel, rollout
+from lightning_icml26.ops import ITCDecoder
 
 REPORT_HORIZONS = (1, 2, 5, 10, 20, 30, 40, 50, 75, 100)
 FIGURES = ("duplication_rate", "disappearance_rate", "transmutation_rate", "persistence_error_rate", "token_accuracy")

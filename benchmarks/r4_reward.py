@@ -45,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import benchmark_parser, markdown_table, ratio, write_json
 
 from lightning_icml26._optional import is_available
-from lightning_icml26.modules.r4 import R4RewardModel, RatingDataModule
+from lightning_icml26.data.rl import RatingDataModule
+from lightning_icml26.modules.r4 import R4RewardModel
 
 METHODS = {
     "r4": {"loss": "rmse"},
@@ -66,7 +67,8 @@ def _score(model: R4RewardModel, heldout: Any) -> tuple[float, float]:
 def offline(env_id: str, seeds: list[int], args: Any) -> list[dict[str, Any]]:
     from lightning.pytorch import seed_everything
 
-    from lightning_icml26.modules.r4 import collect_segments, fit_reward_model
+    from lightning_icml26.data.rl import collect_segments
+    from lightning_icml26.tasks import fit_reward_model
 
     results = []
     for seed in seeds:
@@ -113,7 +115,7 @@ def summarise(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def policy_runs(seeds: list[int], args: Any) -> list[dict[str, Any]]:
-    from lightning_icml26.modules.r4 import run_online
+    from lightning_icml26.tasks import run_online
 
     rows = []
     for loss in args.policy_rewards:

@@ -100,8 +100,8 @@ def _step(
 def _measure(rank: int, world: int, model: str, method: str, cfg: dict[str, Any]) -> dict[str, float]:
     from lightning_icml26.data.text import load_stdlib_bytes
     from lightning_icml26.distributed import sequence_shard_indices
+    from lightning_icml26.ops import route_attention
     from lightning_icml26.ops.attention import LiveBytesTracker
-    from lightning_icml26.strategies import route_attention
 
     seq = cfg["seq_len"]
     data = load_stdlib_bytes(max_bytes=2 * (seq + 1)).long()

@@ -1,15 +1,16 @@
-"""Find, compose, check, instantiate and run the Hydra recipes shipped in ``recipes/``.
+"""Compose, instantiate and run the Hydra recipes of :mod:`lightning_icml26.recipes`.
 
-A recipe is a top-level ``recipes/<name>.yaml`` with a one-line ``description``. It either trains
-(``data``, ``model``, ``trainer``, optional ``callbacks`` and ``logger`` nodes, run through
-``Trainer.fit`` and ``Trainer.test``) or names a ``task``: a ``_partial_: true`` callable that the
-runner calls with no arguments and that returns a dict of summary figures.
+A recipe either trains (``data``, ``model``, ``trainer``, ``callbacks`` and ``logger`` nodes, run through
+``Trainer.fit`` and ``Trainer.test``) or names a ``task``: a ``_partial_: true`` callable that the runner
+calls with no arguments and that returns a dict of summary figures. Recipes compose shared config groups
+(``trainer/``, ``logger/``, ``callbacks/``, ``data/``, ``model/``, ``strategy/``, ``task/``) over the typed
+schema of :mod:`lightning_icml26._schema`; Hydra and OmegaConf check every override against it.
 
-Multi-process safety: the run directory is decided once, before anything is launched, from
-``ICML26_RUN_DIR`` or a run id every rank shares (``ICML26_RUN_ID``, ``SLURM_JOB_ID``,
-``TORCHELASTIC_RUN_ID``, the rendezvous address), and exported as ``ICML26_RUN_DIR`` so that processes
-Lightning launches inherit it. Hydra's own run-directory machinery (``${now:}``, ``chdir``) is not
-used. Only global rank zero writes the resolved config and the summary.
+The ``icml26`` CLI launches recipes through ``hydra.main`` (multirun, launchers, sweepers); :func:`compose`
+is the same composition through Hydra's compose API, for scripts and tests. Only global rank zero writes
+the resolved ``config.yaml`` and ``summary.json`` (both atomically). A resumed run (``ckpt_path`` set)
+appends to its own ``metrics.csv`` (:class:`~lightning_icml26._outputs.CsvHistory`). A Ctrl-C during
+``fit`` still writes ``summary.json`` (``"status": "interrupted"``) and the ``MetricsPlot`` figures.
 """
 
 from __future__ import annotations
@@ -18,41 +19,58 @@ import functools
 import inspect
 import json
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+import lightning.pytorch as pl
+from hydra import compose as hydra_compose
+from hydra import initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
+from hydra.utils import instantiate
+from lightning.pytorch.loggers import CSVLogger
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from lightning_icml26 import _schema
+from lightning_icml26._catalog import (
+    CONFIG_MODULE,
+    RecipeInfo,
+    global_rank,
+    list_recipes,
+    recipes_dir,
+    resolve_run_dir,
+)
+from lightning_icml26._outputs import CsvHistory, atomic_write_text
+from lightning_icml26.callbacks import MetricsPlot
 
 __all__ = [
+    "BuiltRecipe",
     "RecipeError",
     "RecipeInfo",
-    "BuiltRecipe",
     "build",
     "compose",
+    "finalize",
     "global_rank",
     "list_recipes",
+    "one_line",
     "recipes_dir",
     "resolve_run_dir",
     "run",
 ]
 
-_MISSING = object()
+_schema.register_configs()
 
 
 class RecipeError(Exception):
-    """A recipe problem reported to the user as one line (unknown recipe or key, wrong type, bad node)."""
-
-
-@dataclass(frozen=True)
-class RecipeInfo:
-    """A recipe's name, its one-line description and its file."""
-
-    name: str
-    description: str
-    path: Path
+    """A recipe problem reported to the user as one line (unknown recipe, bad override, bad node)."""
 
 
 @dataclass
@@ -68,130 +86,67 @@ class BuiltRecipe:
     trainer: Any = None
 
 
-def recipes_dir() -> Path:
-    """Folder of the shipped recipes (``recipes/`` at the repository root, packed into the wheel).
+def one_line(error: BaseException) -> str:
+    """The messages of ``error`` and of its causes, on one line (OmegaConf's detail lines joined by ``;``).
 
     Example:
-        >>> (recipes_dir() / "quickstart.yaml").is_file()
-        True
+        >>> try:
+        ...     raise ValueError("outer") from KeyError("inner\\n    full_key: a.b")
+        ... except ValueError as caught:
+        ...     one_line(caught)
+        "outer: 'inner\\\\n    full_key: a.b'"
+        >>> one_line(RuntimeError("first line\\n    second"))
+        'first line; second'
     """
-    return Path(__file__).resolve().parent / "recipes"
+    parts: list[str] = []
+    current: BaseException | None = error
+    while current is not None:
+        lines = [line.strip().rstrip(".") for line in str(current).splitlines() if line.strip()]
+        text = "; ".join(lines)
+        if text and text not in parts:
+            parts.append(text)
+        current = current.__cause__
+    return ": ".join(parts) or type(error).__name__
 
 
-def list_recipes() -> list[RecipeInfo]:
-    """All shipped recipes, sorted by name.
+def check_recipe(recipe: str) -> None:
+    """Raise :class:`RecipeError` naming the choices when ``recipe`` is not a shipped recipe.
 
     Example:
-        >>> "quickstart" in [r.name for r in list_recipes()]
-        True
+        >>> check_recipe("quickstart")
+        >>> check_recipe("nope")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_icml26._recipes.RecipeError: unknown recipe 'nope'; choose one of: arbg_aldp, ...
     """
-    infos = []
-    for path in sorted(recipes_dir().glob("*.yaml")):
-        raw = OmegaConf.load(path)
-        description = str(raw.get("description", "")) if isinstance(raw, DictConfig) else ""
-        infos.append(RecipeInfo(path.stem, description.strip(), path))
-    return infos
+    names = [r.name for r in list_recipes()]
+    if recipe not in names:
+        raise RecipeError(f"unknown recipe '{recipe}'; choose one of: {', '.join(names)}")
 
 
-def global_rank() -> int:
-    """This process's global rank from the launcher's environment (0 when not launched).
+def finalize(cfg: DictConfig) -> DictConfig:
+    """Resolve every interpolation of a composed recipe in place (errors become :class:`RecipeError`).
 
     Example:
-        >>> isinstance(global_rank(), int)
-        True
+        >>> from omegaconf import OmegaConf
+        >>> finalize(OmegaConf.create({"a": 1, "b": "${a}"})).b
+        1
     """
-    for key in ("RANK", "SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
-        if key in os.environ:
-            return int(os.environ[key])
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    node = int(os.environ.get("NODE_RANK", "0"))
-    per_node = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    return node * per_node + local
-
-
-def resolve_run_dir(recipe: str, output_root: str | Path = "outputs") -> Path:
-    """The run directory every rank of one launch agrees on.
-
-    Order: ``ICML26_RUN_DIR``; ``<output_root>/<recipe>/<id>`` with the id taken from ``ICML26_RUN_ID``,
-    ``SLURM_JOB_ID``, ``TORCHELASTIC_RUN_ID`` (when not ``"none"``) or, under a multi-process launch, the
-    rendezvous ``MASTER_ADDR``/``MASTER_PORT``; a timestamp only for a single process.
-
-    Args:
-        recipe: recipe name, the middle path component.
-        output_root: parent of all runs.
-
-    Example:
-        >>> import os
-        >>> saved = {k: os.environ.pop(k) for k in ("ICML26_RUN_DIR", "ICML26_RUN_ID") if k in os.environ}
-        >>> os.environ["ICML26_RUN_ID"] = "doc"
-        >>> str(resolve_run_dir("quickstart", "out"))
-        'out/quickstart/doc'
-        >>> del os.environ["ICML26_RUN_ID"]
-        >>> os.environ.update(saved)
-    """
-    if os.environ.get("ICML26_RUN_DIR"):
-        return Path(os.environ["ICML26_RUN_DIR"])
-    run_id = os.environ.get("ICML26_RUN_ID") or os.environ.get("SLURM_JOB_ID")
-    if not run_id and os.environ.get("TORCHELASTIC_RUN_ID", "none") != "none":
-        run_id = os.environ["TORCHELASTIC_RUN_ID"]
-    if not run_id and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        addr = os.environ.get("MASTER_ADDR", "local").replace(":", "_")
-        run_id = f"ddp-{addr}-{os.environ.get('MASTER_PORT', '0')}"
-    if not run_id:
-        run_id = time.strftime("%Y-%m-%d_%H-%M-%S")
-    return Path(output_root) / recipe / run_id
-
-
-def _override_key(override: str) -> tuple[str, str, bool]:
-    """Split ``key=value`` into (key, value, plain) where plain means no ``+``/``++``/``~`` prefix."""
-    prefix_free = override.lstrip("+~")
-    key, _, value = prefix_free.partition("=")
-    return key.strip(), value, prefix_free == override
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, DictConfig | Mapping):
-        return "mapping"
-    if isinstance(value, ListConfig | list | tuple):
-        return "list"
-    return type(value).__name__
-
-
-def _compatible(default: Any, value: Any) -> bool:
-    if default is None or value is None:
-        return True
-    if isinstance(default, bool):
-        return isinstance(value, bool)
-    if isinstance(default, int):
-        return isinstance(value, int) and not isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if isinstance(default, DictConfig | Mapping):
-        return isinstance(value, DictConfig | Mapping)
-    if isinstance(default, ListConfig | list | tuple):
-        return isinstance(value, ListConfig | list | tuple)
-    if isinstance(default, str):
-        return not isinstance(value, DictConfig | ListConfig | Mapping | list | tuple)
-    return True
-
-
-def _compose_raw(recipe: str, overrides: Sequence[str]) -> DictConfig:
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(recipes_dir()), version_base="1.3"):
-        return hydra_compose(config_name=recipe, overrides=list(overrides))
+    try:
+        OmegaConf.resolve(cfg)
+    except OmegaConfBaseException as error:
+        raise RecipeError(f"cannot resolve recipe '{cfg.get('recipe', '?')}': {one_line(error)}") from None
+    return cfg
 
 
 def compose(recipe: str, overrides: Sequence[str] = (), run_dir: str | Path | None = None) -> DictConfig:
-    """Compose a recipe with Hydra overrides and check every override.
+    """Compose a recipe with Hydra overrides through Hydra's compose API (no Hydra job, no output folder).
 
     Args:
         recipe: name of a shipped recipe (see :func:`list_recipes`).
-        overrides: Hydra overrides, ``key=value`` (change), ``+key=value`` (add), ``~key`` (delete).
-        run_dir: value for the ``run_dir`` key; defaults to :func:`resolve_run_dir`.
+        overrides: Hydra overrides, ``key=value`` (change), ``+key=value`` (add), ``~key`` (delete),
+            ``group=option`` (choose a config group option, e.g. ``model/optimizer=l1_sgd``).
+        run_dir: value of ``run_dir`` unless an override sets it; defaults to :func:`resolve_run_dir`.
 
     Returns:
         The composed config, resolved.
@@ -201,73 +156,30 @@ def compose(recipe: str, overrides: Sequence[str] = (), run_dir: str | Path | No
 
     Example:
         >>> cfg = compose("quickstart", ["trainer.max_epochs=2"], run_dir="/tmp/doc")
-        >>> cfg.trainer.max_epochs, cfg.run_dir
-        (2, '/tmp/doc')
-        >>> compose("quickstart", ["trainer.max_epochs=two"], run_dir="/tmp/doc")
+        >>> cfg.trainer.max_epochs, cfg.run_dir, cfg.recipe
+        (2, '/tmp/doc', 'quickstart')
+        >>> compose("quickstart", ["trainer.max_epochs=two"], run_dir="/tmp/doc")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        lightning_icml26._recipes.RecipeError: wrong type for 'trainer.max_epochs': expected int, got str 'two'
+        lightning_icml26._recipes.RecipeError: Error merging override trainer.max_epochs=two: Value 'two' ...
     """
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    names = [r.name for r in list_recipes()]
-    if recipe not in names:
-        raise RecipeError(f"unknown recipe '{recipe}'; choose one of: {', '.join(names)}")
-    user_run_dir = [o for o in overrides if _override_key(o)[0] == "run_dir"]
-    if run_dir is not None and not user_run_dir:
-        overrides = [*overrides, f"run_dir={run_dir}"]
+    check_recipe(recipe)
+    given = {override.lstrip("+~").partition("=")[0] for override in overrides}
+    extra = [f"recipe={recipe}"]
+    if "run_dir" not in given:
+        extra.append(f"run_dir='{run_dir if run_dir is not None else resolve_run_dir(recipe)}'")
+    GlobalHydra.instance().clear()
     try:
-        defaults = _compose_raw(recipe, [f"run_dir={run_dir or 'unset'}"])
-        cfg = _compose_raw(recipe, overrides)
-    except HydraException as error:
-        raise RecipeError(_explain_compose_error(recipe, overrides, defaults_ok=True, error=error)) from None
-    except OmegaConfBaseException as error:
-        raise RecipeError(f"bad config in recipe '{recipe}': {_first_line(error)}") from None
-    for override in overrides:
-        key, _, plain = _override_key(override)
-        if not plain or key.startswith("hydra.") or key == "run_dir":
-            continue
-        default = OmegaConf.select(defaults, key, default=_MISSING, throw_on_missing=False)
-        if default is _MISSING:
-            continue
-        value = OmegaConf.select(cfg, key, throw_on_missing=False)
-        if not _compatible(default, value):
-            shown = repr(OmegaConf.to_container(value) if isinstance(value, DictConfig | ListConfig) else value)
-            raise RecipeError(
-                f"wrong type for '{key}': expected {_type_name(default)}, got {_type_name(value)} {shown}"
-            )
-    if "run_dir" not in cfg or OmegaConf.is_missing(cfg, "run_dir"):
-        raise RecipeError(f"recipe '{recipe}' has no run_dir; it must include the 'base: default' defaults")
-    try:
-        OmegaConf.resolve(cfg)
-    except OmegaConfBaseException as error:
-        raise RecipeError(f"cannot resolve recipe '{recipe}': {_first_line(error)}") from None
-    with open_dict(cfg):
-        cfg.recipe_name = recipe
-    return cfg
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-def _explain_compose_error(recipe: str, overrides: Sequence[str], defaults_ok: bool, error: BaseException) -> str:
-    text = str(error)
-    for override in overrides:
-        key, _, plain = _override_key(override)
-        if f"'{override}'" in text or f"'{key}'" in text or key.split(".")[-1] in text:
-            if "not in struct" in text or "Could not override" in text:
-                return f"unknown key '{key}' in recipe '{recipe}' (to add a new key write +{key}=...)"
-            if "Could not delete" in text or "Could not append" in text:
-                return f"bad override '{override}' for recipe '{recipe}': {_first_line(error)}"
-    return f"bad override for recipe '{recipe}': {_first_line(error)}"
+        with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+            cfg = hydra_compose(config_name=recipe, overrides=[*overrides, *extra])
+    except (HydraException, OmegaConfBaseException) as error:
+        raise RecipeError(one_line(error)) from None
+    finally:
+        GlobalHydra.instance().clear()
+    return finalize(cfg)
 
 
 def _instantiate(node: Any, where: str) -> Any:
-    from hydra.utils import instantiate
-
     try:
         obj = instantiate(node, _convert_="partial")
     except Exception as error:
@@ -275,7 +187,7 @@ def _instantiate(node: Any, where: str) -> Any:
         while cause.__cause__ is not None:
             cause = cause.__cause__
         target = node.get("_target_", "?") if isinstance(node, DictConfig) else "?"
-        raise RecipeError(f"cannot build '{where}' ({target}): {type(cause).__name__}: {_first_line(cause)}") from None
+        raise RecipeError(f"cannot build '{where}' ({target}): {type(cause).__name__}: {one_line(cause)}") from None
     if isinstance(obj, functools.partial):
         _check_partial(obj, where)
     return obj
@@ -297,7 +209,8 @@ def _named_nodes(cfg: DictConfig, key: str) -> dict[str, Any]:
     if node is None:
         return {}
     if not isinstance(node, DictConfig):
-        raise RecipeError(f"'{key}' must be a mapping of name to object, got {_type_name(node)}")
+        kind = "list" if isinstance(node, ListConfig) else type(node).__name__
+        raise RecipeError(f"'{key}' must be a mapping of name to object, got {kind}")
     return {str(name): value for name, value in node.items() if value is not None}
 
 
@@ -331,20 +244,16 @@ def build(cfg: DictConfig) -> BuiltRecipe:
     callbacks = [_instantiate(node, f"callbacks.{name}") for name, node in _named_nodes(cfg, "callbacks").items()]
     loggers = [_instantiate(node, f"logger.{name}") for name, node in _named_nodes(cfg, "logger").items()]
     trainer_node = OmegaConf.masked_copy(cfg, ["trainer"]).trainer
-    from hydra.utils import instantiate
-
     try:
         trainer = instantiate(trainer_node, callbacks=callbacks, logger=loggers or False, _convert_="partial")
     except Exception as error:
-        raise RecipeError(f"cannot build 'trainer': {type(error).__name__}: {_first_line(error)}") from None
+        raise RecipeError(f"cannot build 'trainer': {type(error).__name__}: {one_line(error)}") from None
     return BuiltRecipe(cfg, None, datamodule, model, callbacks, loggers, trainer)
 
 
 def _has_test_loader(datamodule: Any) -> bool:
-    from lightning.pytorch import LightningDataModule
-
     method = getattr(type(datamodule), "test_dataloader", None)
-    return method is not None and method is not LightningDataModule.test_dataloader
+    return method is not None and method is not pl.LightningDataModule.test_dataloader
 
 
 def _scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -360,13 +269,16 @@ def _scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run a composed recipe end to end and return its summary.
 
-    Rank zero writes ``config.yaml`` (resolved) and ``summary.json`` into ``cfg.run_dir``.
+    Rank zero writes ``config.yaml`` (resolved) and ``summary.json`` into ``cfg.run_dir``, atomically. The
+    summary's ``status`` is ``"finished"``, or ``"interrupted"`` after a Ctrl-C during ``fit`` (then the
+    test stage is skipped and the plots are written from the epochs seen).
 
     Args:
-        cfg: a config from :func:`compose`.
+        cfg: a config from :func:`compose` (or the resolved config of a Hydra job).
 
     Returns:
-        The summary: final scalar metrics (or the task's figures), the run directory and the time taken.
+        The summary: status, final scalar metrics (or the task's figures), the run directory, the time
+        taken, and ``is_global_zero``.
     """
     run_dir = Path(cfg.run_dir)
     # Processes that Lightning launches during fit inherit the same directory; the variable is put back
@@ -382,32 +294,79 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             os.environ["ICML26_RUN_DIR"] = previous
 
 
-def _run_in(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    import lightning.pytorch as pl
+@contextmanager
+def _kept_sigint() -> Iterator[None]:
+    """Put back the SIGINT handler that Lightning replaces with 'ignore' when it handles a Ctrl-C."""
+    in_main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGINT) if in_main else None
+    try:
+        yield
+    finally:
+        if in_main and handler is not None:
+            signal.signal(signal.SIGINT, handler)
 
+
+def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[str, dict[str, float]]:
+    trainer = built.trainer
+    resuming = cfg.get("ckpt_path") is not None
+    histories = [CsvHistory(Path(lg.log_dir) / "metrics.csv") for lg in trainer.loggers if isinstance(lg, CSVLogger)]
+    writes = resuming and global_rank() == 0  # the CSV logger writes on global rank zero only
+    if writes:
+        for history in histories:
+            history.set_aside()
+    status = "finished"
+    try:
+        with _kept_sigint(), warnings.catch_warnings():
+            if writes:  # CSVLogger warns that it deletes the old metrics.csv; the history was set aside above
+                warnings.filterwarnings("ignore", message="Experiment logs directory .* exists and is not empty")
+            trainer.fit(built.model, datamodule=built.datamodule, ckpt_path=cfg.get("ckpt_path"))
+    except SystemExit:
+        # Lightning handles a KeyboardInterrupt in fit: hooks, teardown, then sys.exit(1).
+        if not trainer.interrupted:
+            raise
+        status = "interrupted"
+    finally:
+        if writes:
+            for history in histories:
+                history.restore()
+    figures = _scalars(trainer.callback_metrics)
+    if status == "interrupted":
+        for callback in trainer.callbacks:
+            if isinstance(callback, MetricsPlot):  # fit ended before on_fit_end: draw the epochs seen
+                callback.on_fit_end(trainer, built.model)
+    elif cfg.get("test_after_fit", True) and _has_test_loader(built.datamodule):
+        try:
+            with _kept_sigint():
+                trainer.test(built.model, datamodule=built.datamodule, verbose=False)
+        except SystemExit:
+            if not trainer.interrupted:
+                raise
+            return "interrupted", figures
+        figures.update(_scalars(trainer.callback_metrics))
+    return status, figures
+
+
+def _run_in(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if global_rank() == 0:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(cfg, run_dir / "config.yaml")
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
     pl.seed_everything(int(cfg.get("seed", 0)), workers=True, verbose=False)
     start = time.perf_counter()
     built = build(cfg)
     if built.task is not None:
         result = built.task()
         figures = dict(result) if isinstance(result, Mapping) else {"result": result}
-        is_zero = global_rank() == 0
+        status, is_zero = "finished", global_rank() == 0
     else:
-        trainer = built.trainer
-        trainer.fit(built.model, datamodule=built.datamodule, ckpt_path=cfg.get("ckpt_path"))
-        figures = _scalars(trainer.callback_metrics)
-        if cfg.get("test_after_fit", True) and _has_test_loader(built.datamodule):
-            trainer.test(built.model, datamodule=built.datamodule, verbose=False)
-            figures.update(_scalars(trainer.callback_metrics))
-        is_zero = trainer.is_global_zero
-    summary = {"recipe": cfg.get("recipe_name", ""), "run_dir": str(run_dir), "seconds": time.perf_counter() - start}
-    summary["metrics"] = figures
+        status, figures = _fit_and_test(cfg, built, run_dir)
+        is_zero = built.trainer.is_global_zero
+    summary: dict[str, Any] = {
+        "recipe": cfg.get("recipe", ""),
+        "status": status,
+        "run_dir": str(run_dir),
+        "seconds": time.perf_counter() - start,
+        "metrics": figures,
+    }
     if is_zero:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with open(run_dir / "summary.json", "w") as handle:
-            json.dump(summary, handle, indent=2, default=str)
+        atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     summary["is_global_zero"] = is_zero
     return summary

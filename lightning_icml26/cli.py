@@ -1,60 +1,41 @@
-"""The ``icml26`` console script: list, inspect and run the shipped Hydra recipes.
+"""The ``icml26`` console script: list, inspect, run and resume the shipped Hydra recipes.
 
 Usage::
 
     icml26 list
-    icml26 run RECIPE [key=value ...] [--dry-run]
+    icml26 run RECIPE [key=value ...] [-m|--multirun] [--dry-run] [--output-root DIR]
+    icml26 resume RUN_DIR [key=value ...] [--dry-run]
 
-``run`` takes Hydra overrides (``trainer.max_epochs=3``, ``+trainer.profiler=simple``). ``--dry-run``
-composes the recipe, instantiates every object and prints the resolved config without training. A bad
-recipe name, an unknown key or a value of the wrong type ends with one ``error:`` line (exit code 2);
-a failure while building an object names the node (exit code 1).
+``run`` takes Hydra overrides (``trainer.max_epochs=3``, ``model/optimizer=l1_sgd``, ``+trainer.x=...``);
+with ``-m`` each comma-separated value list is swept, one job and one folder per combination
+(``icml26 run quickstart -m trainer.max_epochs=1,2``). ``--dry-run`` composes the recipe, instantiates every
+object and prints the resolved config without training. ``resume`` continues a run in its own folder from
+``checkpoints/last.ckpt`` and appends to its ``logs/metrics.csv``. A bad recipe name, an unknown key or a
+value of the wrong type ends with one ``error:`` line (exit code 2); a failed run exits with 1, a run
+stopped by Ctrl-C with 130 (after writing its ``summary.json`` and plots).
 
 Multi-node: launch the same command with ``torchrun`` or ``srun`` (``python -m lightning_icml26.cli run
 ...``); Lightning's cluster environments pick up the ranks, and every rank writes into one run directory.
+
+This module imports nothing heavy: ``icml26 list`` answers without importing Lightning or torch. ``run``
+and ``resume`` reach the launcher (:mod:`lightning_icml26._launch`) through the package's lazy
+sub-module loading (see :mod:`lightning_icml26`).
 """
 
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import torch.distributed as dist
-from omegaconf import OmegaConf
+import lightning_icml26
+from lightning_icml26 import _catalog
 
-from lightning_icml26 import _recipes
+if TYPE_CHECKING:
+    from lightning_icml26 import _launch  # noqa: F401  (loaded lazily at run time)
 
-__all__ = ["end_process_group", "main"]
-
-#: Seconds a process may spend after training before it is considered hung at exit; it then prints every
-#: thread's stack (``faulthandler``) and exits non-zero instead of hanging silently.
-EXIT_WATCHDOG_SECONDS = 120.0
-
-
-def end_process_group(watchdog_seconds: float = EXIT_WATCHDOG_SECONDS) -> None:
-    """End a distributed run cleanly: a barrier, then ``destroy_process_group()``.
-
-    Without this, a rank whose peers already left can linger in a collective or in the store's
-    shutdown, and a ``torchrun`` job does not exit after training ends. A watchdog armed first turns a
-    hang here into a stack dump and a non-zero exit.
-
-    Args:
-        watchdog_seconds: seconds before a hung teardown dumps the stacks and exits (``<= 0`` disables).
-
-    Example:
-        >>> end_process_group()  # no process group: nothing to do
-    """
-    if not (dist.is_available() and dist.is_initialized()):
-        return
-    if watchdog_seconds > 0:
-        faulthandler.dump_traceback_later(watchdog_seconds, exit=True)
-    try:
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
-        faulthandler.cancel_dump_traceback_later()
+__all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,25 +43,22 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the recipes with a one-line description each")
     run = sub.add_parser("run", help="run a recipe with Hydra overrides")
-    run.add_argument("recipe", help="recipe name (see 'icml26 list')")
-    run.add_argument("overrides", nargs="*", help="Hydra overrides such as trainer.max_epochs=3")
-    run.add_argument("--dry-run", action="store_true", help="compose and instantiate, print the config, do not run")
+    run.add_argument("target", metavar="recipe", help="recipe name (see 'icml26 list')")
+    run.add_argument("-m", "--multirun", action="store_true", help="sweep comma-separated values, one job each")
     run.add_argument("--output-root", default="outputs", help="parent folder of run directories (default: outputs)")
+    resume = sub.add_parser("resume", help="continue a run in its folder from checkpoints/last.ckpt")
+    resume.add_argument("target", metavar="run_dir", help="the run's folder, e.g. outputs/quickstart/<id>")
+    for command in (run, resume):
+        command.add_argument("overrides", nargs="*", help="Hydra overrides such as trainer.max_epochs=3")
+        command.add_argument("--dry-run", action="store_true", help="build every object, print the config, do not run")
     return parser
 
 
 def _print_list() -> None:
-    recipes = _recipes.list_recipes()
+    recipes = _catalog.list_recipes()
     width = max((len(r.name) for r in recipes), default=0)
     for recipe in recipes:
         print(f"{recipe.name.ljust(width)}  {recipe.description}")
-
-
-def _print_summary(summary: dict) -> None:
-    print(f"\n== {summary['recipe']}: done in {summary['seconds']:.1f} s; outputs in {summary['run_dir']}")
-    for key, value in sorted(summary["metrics"].items()):
-        shown = f"{value:.4f}" if isinstance(value, float) else str(value)
-        print(f"   {key:<28} {shown}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: the arguments (defaults to ``sys.argv[1:]``).
 
     Returns:
-        The process exit code: 0 on success, 2 for a bad recipe, key or value, 1 for a failed build.
+        The process exit code: 0 on success, 2 for a bad recipe, key or value, 1 for a failed run, 130 for
+        a run stopped by Ctrl-C.
 
     Example:
         >>> main(["run", "no_such_recipe"])  # doctest: +ELLIPSIS
@@ -98,35 +77,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
-    unknown = [arg for arg in extra if arg.startswith("-")]
-    if unknown or (extra and args.command != "run"):
+    unknown = [arg for arg in extra if arg.startswith("-") and not arg.startswith("~")]
+    if unknown or (extra and args.command == "list"):
         parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
-    if args.command == "run":
-        args.overrides = [*args.overrides, *extra]  # overrides may come before or after the options
     if args.command == "list":
         _print_list()
         return 0
-    try:
-        run_dir = _recipes.resolve_run_dir(args.recipe, args.output_root)
-        cfg = _recipes.compose(args.recipe, args.overrides, run_dir=run_dir)
-        if args.dry_run:
-            _recipes.build(cfg)
-            print(OmegaConf.to_yaml(cfg), end="")
-            print(f"# dry run of '{args.recipe}': every object was built; nothing was trained")
-            return 0
-    except _recipes.RecipeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        summary = _recipes.run(cfg)
-    except _recipes.RecipeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    finally:
-        end_process_group()
-    if summary.pop("is_global_zero"):
-        _print_summary(summary)
-    return 0
+    return lightning_icml26._launch.run_command(
+        args.command,
+        args.target,
+        [*args.overrides, *extra],  # overrides may come before or after the options
+        multirun=getattr(args, "multirun", False),
+        dry_run=args.dry_run,
+        output_root=getattr(args, "output_root", "outputs"),
+        program=sys.argv[0] if argv is None else "icml26",
+    )
 
 
 if __name__ == "__main__":  # python -m lightning_icml26.cli (torchrun, srun)

@@ -20,6 +20,9 @@ SUBPACKAGES = [
     "lightning_icml26.modules",
     "lightning_icml26.algorithms",
     "lightning_icml26.data",
+    "lightning_icml26.data.boltzmann",
+    "lightning_icml26.data.rl",
+    "lightning_icml26.tasks",
     "lightning_icml26.llm",
 ]
 

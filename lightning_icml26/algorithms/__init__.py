@@ -1,21 +1,50 @@
-"""Estimators that are not trained networks (post-processing, layer selection, ...), sklearn-style."""
+"""Estimators and decision rules that are not trained networks, sklearn-style.
+
+Fair post-processing and reductions, human-AI pooling theory (robust weights, deferral), layer selection.
+"""
 
 from __future__ import annotations
 
+from lightning_icml26.algorithms.complementarity import (
+    check_interval,
+    correlation_threshold,
+    gain_weight_bound,
+    linear_pool,
+    logit_pool,
+    oracle_pooling_weight,
+    override_decision,
+    pooling_gain,
+    robust_pooling_weight,
+    robust_weight_cap,
+    worst_case_gain,
+)
 from lightning_icml26.algorithms.fairness import (
     AttributeBlindClassifier,
     ExponentiatedGradientReduction,
     FairPostProcessor,
+    check_criterion,
     fairness_frontier,
 )
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
 
 __all__ = [
     "AttributeBlindClassifier",
+    "check_criterion",
+    "check_interval",
+    "correlation_threshold",
     "ExponentiatedGradientReduction",
     "fairness_frontier",
     "FairPostProcessor",
+    "gain_weight_bound",
     "isotropy",
     "LayerSelection",
+    "linear_pool",
+    "logit_pool",
+    "oracle_pooling_weight",
+    "override_decision",
+    "pooling_gain",
+    "robust_pooling_weight",
+    "robust_weight_cap",
     "select_layers",
+    "worst_case_gain",
 ]

@@ -12,6 +12,8 @@ from lightning.pytorch.callbacks import Callback
 from torch import Tensor
 from typing_extensions import override
 
+from lightning_icml26.data.boltzmann.reweighting import BoltzmannReweighter, ChiralityFix
+from lightning_icml26.data.boltzmann.sampler import check_sampling_args
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
 
 __all__ = ["BoltzmannEvalCallback", "plot_boltzmann"]
@@ -34,6 +36,8 @@ def plot_boltzmann(
         >>> p.is_file()
         True
     """
+    # Lazy on purpose: matplotlib is only needed for plots, and the non-interactive Agg backend must be
+    # selected before pyplot is first imported (a top-level import would fix the backend for the user).
     import matplotlib
 
     matplotlib.use("Agg")
@@ -127,8 +131,6 @@ class BoltzmannEvalCallback(Callback):
         plot: bool = True,
         seed: int = 0,
     ) -> None:
-        from lightning_icml26.modules.arbg.sampler import check_sampling_args
-
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
         if every_n_epochs < 1:
@@ -143,8 +145,6 @@ class BoltzmannEvalCallback(Callback):
 
     def evaluate(self, model: Any, system: Any, reference: Tensor) -> tuple[dict[str, float], dict[str, Any]]:
         """Sample, reweight and compute the metrics; returns ``(figures, arrays for plotting)``."""
-        from lightning_icml26.modules.arbg.reweighting import BoltzmannReweighter, ChiralityFix
-
         torch.manual_seed(self.seed + self.evaluations)
         kwargs: dict[str, Any] = {"temperature": self.temperature}
         if self.top_k is not None or self.top_p is not None:

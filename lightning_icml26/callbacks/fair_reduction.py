@@ -38,6 +38,10 @@ over the data). The group and (group, label) frequencies of the moments come fro
 counts (in round 0 the multipliers are zero, so they are not needed). With a ``DistributedSampler`` the
 few padded duplicate rows count twice.
 
+This module is over 400 lines on purpose: it is one Callback whose hooks share the EG state (multipliers,
+round counts, iterates), and this docstring documents its design; the math lives in
+:mod:`lightning_icml26.algorithms.fairness.eg`.
+
 Example:
     >>> import lightning.pytorch as pl
     >>> from torch.utils.data import DataLoader, TensorDataset
@@ -64,9 +68,10 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from torch import Tensor
 
 from lightning_icml26.algorithms.fairness._common import check_alpha, check_count, check_criterion
-from lightning_icml26.algorithms.fairness.reduction import (
+from lightning_icml26.algorithms.fairness.eg import (
     _cell_shape,
     _eg_lambda,
+    best_iterate,
     eg_update,
     mixture_weights,
     reduction_cells,
@@ -347,8 +352,7 @@ class FairReductionCallback(Callback):
             return
         gaps = np.array([h["gap"] for h in self.history])
         errors = np.array([h["error"] for h in self.history])
-        ok = np.flatnonzero(gaps <= self.alpha + 1e-9)
-        self.best_index_ = int(ok[np.argmin(errors[ok])]) if ok.size else int(np.argmin(gaps))
+        self.best_index_ = best_iterate(errors, gaps, self.alpha)
         if self.keep_iterates and len(self.iterates) == len(self.history):
             counts = self.group_label_counts
             assert counts is not None  # set with the first round

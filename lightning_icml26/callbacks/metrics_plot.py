@@ -32,6 +32,8 @@ def plot_history(history: dict[str, list[tuple[int, float]]], path: str | Path, 
         >>> out.stat().st_size > 0
         True
     """
+    # Lazy on purpose: matplotlib is only needed for plots, and the non-interactive Agg backend must be
+    # selected before pyplot is first imported (a top-level import would fix the backend for the user).
     import matplotlib
 
     matplotlib.use("Agg")

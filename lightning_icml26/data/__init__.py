@@ -19,6 +19,7 @@ from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
+from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.sparse_regression import SparseRegressionDataModule, make_sparse_regression
 from lightning_icml26.data.spirals import SpiralsDataModule, make_spirals
 from lightning_icml26.data.tabular import (
@@ -62,7 +63,11 @@ __all__ = [
     "make_spirals",
     "MiniGridDataModule",
     "MovieGenreFeatures",
+    "quantile_bin_edges",
+    "RatingDataModule",
     "read_idx",
+    "Segments",
+    "simulate_ratings",
     "SparseRegressionDataModule",
     "SpiralsDataModule",
     "split_indices",

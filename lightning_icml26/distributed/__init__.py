@@ -10,25 +10,33 @@ from lightning_icml26.distributed.collectives import (
     gather_sequence,
     ring_shift,
 )
-from lightning_icml26.distributed.group import ContextParallelGroup, as_context_parallel_group
+from lightning_icml26.distributed.flat import all_reduce_mean, broadcast_tensors, group_by_dtype, token_share_scale
+from lightning_icml26.distributed.group import ContextParallelGroup, as_context_parallel_group, mesh_sizes
 from lightning_icml26.distributed.sharding import (
     LAYOUTS,
     check_layout,
     sequence_shard_indices,
+    shard_batch,
     shard_positions,
     shard_sequence,
 )
 
 __all__: list[str] = [
-    "LAYOUTS",
-    "ContextParallelGroup",
+    "all_reduce_mean",
     "all_to_all_head_to_seq",
     "all_to_all_seq_to_head",
     "as_context_parallel_group",
+    "broadcast_tensors",
     "check_layout",
+    "ContextParallelGroup",
     "gather_sequence",
+    "group_by_dtype",
+    "LAYOUTS",
+    "mesh_sizes",
     "ring_shift",
     "sequence_shard_indices",
+    "shard_batch",
     "shard_positions",
     "shard_sequence",
+    "token_share_scale",
 ]

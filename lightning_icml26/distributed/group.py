@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from torch.distributed import ProcessGroup
     from torch.distributed.device_mesh import DeviceMesh
 
-__all__ = ["ContextParallelGroup", "as_context_parallel_group"]
+__all__ = ["ContextParallelGroup", "as_context_parallel_group", "mesh_sizes"]
 
 
 class ContextParallelGroup:
@@ -97,3 +97,49 @@ def as_context_parallel_group(cp: Any) -> ContextParallelGroup:
     if cp is None or isinstance(cp, dist.ProcessGroup):
         return ContextParallelGroup(cp)
     raise TypeError(f"cp must be a ContextParallelGroup, a ProcessGroup or None, got {type(cp).__name__}")
+
+
+def mesh_sizes(
+    world_size: int, context_parallel_size: int | str = "auto", data_parallel_size: int | str = "auto"
+) -> tuple[int, int]:
+    """``(data_parallel_size, context_parallel_size)`` of a 2-D mesh over ``world_size`` ranks.
+
+    Args:
+        world_size: number of ranks.
+        context_parallel_size: ranks per context-parallel group, or ``"auto"`` (all ranks not used for data
+            parallelism).
+        data_parallel_size: number of data-parallel replicas, or ``"auto"`` (1 when both are ``"auto"``).
+
+    Returns:
+        The two sizes; their product is ``world_size``.
+
+    Raises:
+        ValueError: if a given size does not divide ``world_size`` or the sizes do not multiply to it.
+
+    Example:
+        >>> mesh_sizes(4), mesh_sizes(4, context_parallel_size=2), mesh_sizes(8, data_parallel_size=2)
+        ((1, 4), (2, 2), (2, 4))
+    """
+    cp, dp = context_parallel_size, data_parallel_size
+    if cp == "auto" and dp == "auto":
+        dp = 1
+    if cp == "auto":
+        assert isinstance(dp, int)
+        if world_size % dp != 0:
+            raise ValueError(f"data_parallel_size={dp} does not divide the world size {world_size}")
+        cp = world_size // dp
+    assert isinstance(cp, int)
+    if dp == "auto":
+        if world_size % cp != 0:
+            raise ValueError(
+                f"context_parallel_size={cp} does not divide the world size {world_size}"
+                " (devices x num_nodes); choose a divisor of it"
+            )
+        dp = world_size // cp
+    assert isinstance(dp, int)
+    if dp * cp != world_size:
+        raise ValueError(
+            f"data_parallel_size={dp} x context_parallel_size={cp} = {dp * cp} must equal the world size"
+            f" {world_size} (devices x num_nodes)"
+        )
+    return dp, cp

@@ -24,17 +24,15 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+from lightning_icml26.algorithms.complementarity import check_interval, check_pool_weight
+from lightning_icml26.metrics.functional._forecast_format import _check_num_classes, _format_pair
 from lightning_icml26.metrics.functional.complementarity import (
     _AVERAGES,
     Average,
     LossFn,
     LossName,
     _check_loss,
-    _check_num_classes,
-    _check_range,
-    _check_weight,
     _correlation_sums,
-    _format_pair,
     _gain_compute,
     _gain_sums,
     _pearson_from_sums,
@@ -162,7 +160,7 @@ class ComplementarityGain(Metric):
         _check_num_classes(num_classes)
         if utility is not None and not callable(utility):
             raise TypeError(f"utility must be a callable (preds, target) -> per-item utility, got {utility!r}")
-        _check_weight(weight)
+        check_pool_weight(weight)
         self.loss = loss
         self.utility = utility
         self.weight = float(weight)
@@ -239,11 +237,11 @@ class RobustPoolingWeight(Metric):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        lo, hi = _check_range("sigma_ai_range", sigma_ai_range, 0.0, math.inf)
+        lo, hi = check_interval("sigma_ai_range", sigma_ai_range, 0.0, math.inf)
         if math.isinf(hi):
             raise ValueError(f"sigma_ai_range must be bounded, got {[lo, hi]!r}")
         self.sigma_ai_range = (lo, hi)
-        self.rho_range = None if rho_range is None else _check_range("rho_range", rho_range, -1.0, 1.0)
+        self.rho_range = None if rho_range is None else check_interval("rho_range", rho_range, -1.0, 1.0)
         _check_num_classes(num_classes)
         self.num_classes = num_classes
         self.probabilities = probabilities

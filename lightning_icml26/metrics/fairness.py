@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from lightning_icml26.metrics.functional.fairness import (
+from lightning_icml26.metrics.functional._group_fairness import (
     Mode,
     Reduction,
     _binary_rates_compute,

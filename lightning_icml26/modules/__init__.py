@@ -5,7 +5,7 @@ from __future__ import annotations
 from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
 from lightning_icml26.modules.classifier import ClassifierModule
 from lightning_icml26.modules.complementarity import HumanAICombiner
-from lightning_icml26.modules.itc import ITCDecoder, TokenWorldModel, VQTokenizer, rollout
+from lightning_icml26.modules.itc import TokenWorldModel, VQTokenizer, rollout
 from lightning_icml26.modules.nets import MLP
 from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe
 from lightning_icml26.modules.resnet import BasicBlock, CifarResNet
@@ -18,7 +18,6 @@ __all__ = [
     "CifarResNet",
     "ClassifierModule",
     "HumanAICombiner",
-    "ITCDecoder",
     "LayerFeatureExtractor",
     "LayerFusion",
     "MLP",

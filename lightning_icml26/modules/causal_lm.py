@@ -16,6 +16,9 @@ import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from torch import nn
 
+from lightning_icml26._optional import require
+from lightning_icml26.ops.attention import UPipeAttention
+
 __all__ = ["CausalLMModule", "TinyCausalTransformer", "build_hf_causal_lm"]
 
 OptimizerFactory = Callable[[Iterable[Any]], torch.optim.Optimizer]
@@ -49,8 +52,6 @@ def build_hf_causal_lm(
         >>> model(input_ids=torch.zeros(1, 4, dtype=torch.long)).logits.shape
         torch.Size([1, 4, 256])
     """
-    from lightning_icml26._optional import require
-
     transformers = require("transformers", extra="hf", purpose="build_hf_causal_lm")
     try:
         hf_config = transformers.AutoConfig.for_model(model_type, **config)
@@ -168,8 +169,6 @@ class TinyCausalTransformer(nn.Module):
         rope_theta: float = 10000.0,
     ) -> None:
         super().__init__()
-        from lightning_icml26.ops.attention import UPipeAttention
-
         for name, value in (("vocab_size", vocab_size), ("num_layers", num_layers), ("mlp_ratio", mlp_ratio)):
             if value < 1:
                 raise ValueError(f"{name} must be positive, got {value}")

@@ -37,14 +37,14 @@ import torch
 from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
-from lightning_icml26.metrics.complementarity import ComplementarityGain, RobustPoolingWeight
-from lightning_icml26.metrics.functional.complementarity import (
-    _check_range,
-    _item_loss,
+from lightning_icml26.algorithms.complementarity import (
+    check_interval,
     robust_pooling_weight,
     robust_weight_cap,
     worst_case_gain,
 )
+from lightning_icml26.metrics.complementarity import ComplementarityGain, RobustPoolingWeight
+from lightning_icml26.metrics.functional.complementarity import item_loss
 
 __all__ = ["HumanAICombiner"]
 
@@ -119,11 +119,11 @@ class HumanAICombiner(LightningModule):
         optimizer: OptimizerFactory | None = None,
     ) -> None:
         super().__init__()
-        lo, hi = _check_range("sigma_ai_range", sigma_ai_range, 0.0, math.inf)
+        lo, hi = check_interval("sigma_ai_range", sigma_ai_range, 0.0, math.inf)
         if math.isinf(hi):
             raise ValueError(f"sigma_ai_range must be bounded, got {[lo, hi]!r}")
         self.sigma_ai_range = (lo, hi)
-        self.rho_range = None if rho_range is None else _check_range("rho_range", rho_range, -1.0, 1.0)
+        self.rho_range = None if rho_range is None else check_interval("rho_range", rho_range, -1.0, 1.0)
         if not 0.0 < rho_confidence < 1.0:
             raise ValueError(f"rho_confidence must be in (0, 1), got {rho_confidence!r}")
         if not isinstance(feature_dim, int) or feature_dim < 0:
@@ -173,7 +173,7 @@ class HumanAICombiner(LightningModule):
         return (1 - w) * p_human + w * p_ai
 
     def _loss(self, team: Tensor, target: Tensor) -> Tensor:
-        return _item_loss(team.unsqueeze(1), target.unsqueeze(1).to(team.dtype), self.loss_name, eps=1e-6).mean()
+        return item_loss(team.unsqueeze(1), target.unsqueeze(1).to(team.dtype), self.loss_name, eps=1e-6).mean()
 
     # -------------------------------------------------------------------------------------------------
     def calibrate(self, batches: Iterable[Sequence[Tensor]]) -> None:

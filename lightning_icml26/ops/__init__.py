@@ -4,28 +4,52 @@ Triton kernels live beside a pure-torch reference; never imports lightning."""
 
 from __future__ import annotations
 
+from lightning_icml26.ops.assignment import (
+    SOLVERS,
+    build_itc_cost,
+    grid_coordinates,
+    gumbel_noise,
+    solve_assignment,
+)
 from lightning_icml26.ops.attention import (
     UPipeAttention,
+    check_heads,
     dense_attention,
+    register_hf_attention,
     ring_attention,
+    route_attention,
+    route_hf_model,
     ulysses_attention,
     upipe_attention,
     upipe_qkv_attention,
 )
 from lightning_icml26.ops.georeg import GeoRegLoss, georeg_penalty
+from lightning_icml26.ops.itc_decoder import DECODERS, ITCDecoder, decode_next_frame
 from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log
 from lightning_icml26.ops.soft_rank import isotonic_regression_decreasing, soft_rank, soft_sort
 
 __all__ = [
+    "build_itc_cost",
+    "check_heads",
+    "decode_next_frame",
+    "DECODERS",
     "dense_attention",
     "georeg_penalty",
     "GeoRegLoss",
     "greedy_round",
+    "grid_coordinates",
+    "gumbel_noise",
     "isotonic_regression_decreasing",
+    "ITCDecoder",
+    "register_hf_attention",
     "ring_attention",
+    "route_attention",
+    "route_hf_model",
     "sinkhorn_log",
     "soft_rank",
     "soft_sort",
+    "solve_assignment",
+    "SOLVERS",
     "ulysses_attention",
     "upipe_attention",
     "upipe_qkv_attention",

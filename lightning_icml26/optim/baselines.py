@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
-from lightning_icml26.optim.rewa import (
+from lightning_icml26.optim._latent import (
     Closure,
     _check_group_common,
     _check_number,

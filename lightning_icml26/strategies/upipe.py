@@ -10,13 +10,10 @@
   rank's shard, with the layout the attention backend expects (``"contiguous"`` for UPipe / Ulysses,
   ``"headtail"`` zigzag for ring), and adds the global ``position_ids`` of the local tokens;
 * at ``setup`` the model's attention is routed through the chosen context-parallel function without
-  editing the model: every :class:`lightning_icml26.ops.attention.UPipeAttention` gets the group, and every
-  transformers model is switched to a context-parallel function registered in transformers'
-  ``AttentionInterface`` (:mod:`lightning_icml26.strategies.hf_attention`);
+  editing the model (:func:`lightning_icml26.ops.route_attention`);
 * the loss returned by ``training_step`` (a mean over this rank's scored tokens) is re-weighted by its
   token count so that the gradient is that of the mean over all scored tokens of the global batch, and the
-  gradients are averaged over the whole data x context mesh before the optimizer step (and before
-  gradient clipping);
+  gradients are averaged over the whole mesh before the optimizer step (and before gradient clipping);
 * checkpoints hold the full (replicated) weights and optimizer state, written once by global rank zero.
 
 Deviations from the method note (``../shared/methods/07-upipe.md``), on purpose:
@@ -35,26 +32,31 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
-import torch.distributed as dist
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.utilities.init import _materialize_distributed_module
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
 from lightning.fabric.utilities.types import _PATH
-from lightning.pytorch.strategies import ModelParallelStrategy, Strategy
+from lightning.pytorch.strategies import ModelParallelStrategy, Strategy, StrategyRegistry
 from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
+from torch.distributed.device_mesh import init_device_mesh
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_icml26.strategies import hf_attention
+from lightning_icml26.distributed import (
+    all_reduce_mean,
+    broadcast_tensors,
+    mesh_sizes,
+    shard_batch,
+    token_share_scale,
+)
+from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES, route_attention
 
 if TYPE_CHECKING:
     import lightning.pytorch as pl
 
-__all__ = ["ATTENTION_CHOICES", "UPipeStrategy", "route_attention"]
-
-ATTENTION_CHOICES: tuple[str, ...] = ("upipe", "ulysses", "ring", "dense")
+__all__ = ["UPipeStrategy"]
 _DEFAULT_LAYOUT = {"upipe": "contiguous", "ulysses": "contiguous", "ring": "headtail", "dense": "contiguous"}
 _START_METHODS = ("popen", "spawn", "fork", "forkserver")
 
@@ -178,27 +180,7 @@ class UPipeStrategy(ModelParallelStrategy):
             >>> UPipeStrategy().mesh_sizes(4), UPipeStrategy(context_parallel_size=2).mesh_sizes(4)
             ((1, 4), (2, 2))
         """
-        cp, dp = self._cp_size_arg, self._dp_size_arg
-        if cp == "auto" and dp == "auto":
-            dp = 1
-        if cp == "auto":
-            assert isinstance(dp, int)
-            if world_size % dp != 0:
-                raise ValueError(f"data_parallel_size={dp} does not divide the world size {world_size}")
-            cp = world_size // dp
-        if dp == "auto":
-            if world_size % cp != 0:
-                raise ValueError(
-                    f"context_parallel_size={cp} does not divide the world size {world_size}"
-                    " (devices x num_nodes); choose a divisor of it"
-                )
-            dp = world_size // cp
-        if dp * cp != world_size:
-            raise ValueError(
-                f"data_parallel_size={dp} x context_parallel_size={cp} = {dp * cp} must equal the world size"
-                f" {world_size} (devices x num_nodes)"
-            )
-        return dp, cp
+        return mesh_sizes(world_size, self._cp_size_arg, self._dp_size_arg)
 
     @property
     def context_parallel_size(self) -> int:
@@ -259,8 +241,6 @@ class UPipeStrategy(ModelParallelStrategy):
     def setup_environment(self) -> None:
         self._setup_distributed()
         dp, cp = self.mesh_sizes(self.world_size)
-        from torch.distributed.device_mesh import init_device_mesh
-
         self._device_mesh = init_device_mesh(
             self.root_device.type, (dp, cp), mesh_dim_names=("data_parallel", "context_parallel")
         )
@@ -297,33 +277,12 @@ class UPipeStrategy(ModelParallelStrategy):
 
     def _broadcast_module_state(self, module: nn.Module) -> None:
         """Copy parameters and buffers of global rank zero to every rank (a flat broadcast per dtype)."""
-        if not dist.is_available() or not dist.is_initialized() or dist.get_world_size() == 1:
-            return
-        tensors = [t for t in [*module.parameters(), *module.buffers()] if t.numel() > 0]
-        for group in _by_dtype(tensors):
-            flat = torch.cat([t.detach().reshape(-1) for t in group])
-            dist.broadcast(flat, src=0)
-            with torch.no_grad():
-                offset = 0
-                for t in group:
-                    t.copy_(flat[offset : offset + t.numel()].view_as(t))
-                    offset += t.numel()
+        broadcast_tensors([*module.parameters(), *module.buffers()], src=0)
 
     def reduce_gradients(self) -> None:
         """Average the gradients over the whole data x context mesh (one all-reduce per dtype)."""
-        if not dist.is_initialized() or dist.get_world_size() == 1:
-            return
         assert self.model is not None
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        world = dist.get_world_size()
-        for group in _by_dtype(grads):
-            flat = torch.cat([g.reshape(-1) for g in group])
-            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-            flat.div_(world)
-            offset = 0
-            for g in group:
-                g.copy_(flat[offset : offset + g.numel()].view_as(g))
-                offset += g.numel()
+        all_reduce_mean([p.grad for p in self.model.parameters() if p.grad is not None])
 
     # ------------------------------------------------------------------ data and loss
     @override
@@ -336,65 +295,26 @@ class UPipeStrategy(ModelParallelStrategy):
     def shard_batch(self, batch: Any) -> Any:
         """This rank's shard of a full-sequence batch (the ``shard_keys`` entries along ``seq_dim``).
 
+        See :func:`lightning_icml26.distributed.shard_batch`, called with this strategy's settings and its
+        context-parallel rank and size.
+
         Raises:
             ValueError: if no entry of ``shard_keys`` is a tensor in the batch, or a sequence length does not
                 split over the context-parallel ranks.
         """
-        from lightning_icml26.distributed import sequence_shard_indices
-
-        keys: list[Any]
-        if isinstance(batch, Mapping):
-            items = dict(batch)
-            keys = [k for k in self.shard_keys if isinstance(k, str) and isinstance(items.get(k), Tensor)]
-        elif isinstance(batch, list | tuple):
-            items = dict(enumerate(batch))
-            keys = [k for k in self.shard_keys if isinstance(k, int) and isinstance(items.get(k), Tensor)]
-        else:
-            raise TypeError(f"batch must be a mapping, list or tuple of tensors, got {type(batch).__name__}")
-        if not keys:
-            raise ValueError(
-                f"the batch holds none of shard_keys={self.shard_keys} as a tensor"
-                f" (batch keys: {sorted(map(str, items))}); set shard_keys to the sequence entries of your batch"
-            )
-        seq_len = int(items[keys[0]].shape[self.seq_dim])
-        if seq_len % (self._cp_size * (2 if self.layout == "headtail" else 1)) != 0:
-            parts = self._cp_size * (2 if self.layout == "headtail" else 1)
-            raise ValueError(
-                f"the sequence length {seq_len} of batch entry {keys[0]!r} is not divisible by {parts}"
-                f" (context_parallel_size={self._cp_size}, layout={self.layout!r}); pad or crop the sequences"
-            )
-        device = items[keys[0]].device
-        index = sequence_shard_indices(seq_len, self._cp_rank, self._cp_size, self.layout, device=device)
-        if isinstance(batch, Mapping) and self.add_position_ids and "position_ids" not in items:
-            template = items[keys[0]]
-            positions = torch.arange(seq_len, device=device).expand(template.shape[0], seq_len)
-            items["position_ids"] = positions
-            keys.append("position_ids")
-        for key in keys:
-            tensor = items[key]
-            if tensor.shape[self.seq_dim] != seq_len:
-                raise ValueError(
-                    f"batch entry {key!r} has length {tensor.shape[self.seq_dim]} along seq_dim={self.seq_dim},"
-                    f" but {keys[0]!r} has {seq_len}"
-                )
-            items[key] = tensor.index_select(self.seq_dim, index) if self._cp_size > 1 else tensor
-        if isinstance(batch, Mapping):
-            return type(batch)(items) if type(batch) is not dict else items  # type: ignore[call-arg]
-        return type(batch)(items[i] for i in range(len(items)))
+        return shard_batch(
+            batch,
+            self.shard_keys,
+            rank=self._cp_rank,
+            size=self._cp_size,
+            layout=self.layout,
+            seq_dim=self.seq_dim,
+            add_position_ids=self.add_position_ids,
+        )
 
     def _token_scale(self, batch: Any) -> float | None:
-        if self.label_key is None or not dist.is_initialized() or dist.get_world_size() == 1:
-            return None
-        labels = _lookup(batch, self.label_key)
-        if not isinstance(labels, Tensor):
-            return None
-        counts = torch.tensor([float((labels != self.ignore_index).sum())], dtype=torch.float64, device=labels.device)
-        local = float(counts)
-        dist.all_reduce(counts, op=dist.ReduceOp.SUM)
-        total = float(counts)
-        if total == 0:
-            return None
-        return local * dist.get_world_size() / total
+        labels = None if self.label_key is None else _lookup(batch, self.label_key)
+        return token_share_scale(labels, self.ignore_index) if isinstance(labels, Tensor) else None
 
     @override
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
@@ -462,8 +382,6 @@ class UPipeStrategy(ModelParallelStrategy):
             >>> "upipe" in StrategyRegistry
             True
         """
-        from lightning.pytorch.strategies import StrategyRegistry
-
         registry = StrategyRegistry if strategy_registry is None else strategy_registry
         for name, attention, description in (
             ("upipe", "upipe", "context parallelism with UPipe head-chunked attention"),
@@ -472,105 +390,6 @@ class UPipeStrategy(ModelParallelStrategy):
         ):
             if name not in registry:
                 registry.register(name, cls, description=description, attention=attention)
-
-
-def route_attention(
-    model: nn.Module,
-    cp: Any,
-    cp_size: int,
-    attention: str = "upipe",
-    stage_heads: int | None = None,
-    layout: str = "contiguous",
-) -> int:
-    """Route every attention layer of ``model`` through a context-parallel function; return how many.
-
-    Handles :class:`lightning_icml26.ops.attention.UPipeAttention` modules (``set_context_parallel``) and
-    transformers models (switched to the project's ``AttentionInterface`` function, see
-    :func:`lightning_icml26.strategies.hf_attention.route_hf_model`). Head counts are checked here, on every
-    rank, before any collective runs.
-
-    Args:
-        model: any module (a LightningModule, a network, a transformers model).
-        cp: the context-parallel ``ProcessGroup`` (``None`` for a single process).
-        cp_size: its size.
-        attention: one of :data:`ATTENTION_CHOICES`.
-        stage_heads: UPipe heads per stage (``None``: ``cp_size``).
-        layout: sequence layout of the shards.
-
-    Returns:
-        The number of attention layers routed.
-
-    Raises:
-        ValueError: if the model has no attention layer that can be routed, or head counts do not split.
-
-    Example:
-        >>> route_attention(nn.Linear(2, 2), None, 1)
-        Traceback (most recent call last):
-        ...
-        ValueError: found no attention layer to route in Linear: ...
-    """
-    from lightning_icml26.ops.attention import UPipeAttention
-
-    routed = 0
-    for name, module in model.named_modules():
-        if isinstance(module, UPipeAttention):
-            check_heads(module.num_heads, module.num_kv_heads, cp_size, attention, stage_heads, where=name or "model")
-            module.set_context_parallel(cp, backend=attention, stage_heads=stage_heads, layout=layout)
-            routed += 1
-    routed += hf_attention.route_hf_model(model, cp, cp_size, attention, stage_heads, layout)
-    if routed == 0:
-        raise ValueError(
-            f"found no attention layer to route in {type(model).__name__}: the strategy routes"
-            " lightning_icml26.ops.attention.UPipeAttention modules and transformers models (Llama, Qwen, ... with"
-            " an AttentionInterface); use one of them in the LightningModule"
-        )
-    return routed
-
-
-def check_heads(
-    num_heads: int, num_kv_heads: int, cp_size: int, attention: str, stage_heads: int | None, where: str = "model"
-) -> None:
-    """Raise ``ValueError`` if the head counts cannot be split over ``cp_size`` ranks by ``attention``.
-
-    Ulysses and UPipe scatter heads: ``num_heads`` must be divisible by ``cp_size``, and ``num_kv_heads``
-    divisible by it or dividing it (KV heads are then replicated). UPipe stages of ``stage_heads`` heads need
-    ``stage_heads`` to be a multiple of ``cp_size`` that divides ``num_heads``. Ring and dense attention split the
-    sequence only.
-
-    Example:
-        >>> check_heads(8, 2, 4, "ulysses", None)
-        >>> check_heads(6, 6, 4, "upipe", None, where="layers.0")
-        Traceback (most recent call last):
-        ...
-        ValueError: layers.0: num_attention_heads=6 is not divisible by context_parallel_size=4 ...
-    """
-    if num_heads % num_kv_heads != 0:
-        raise ValueError(f"{where}: num_attention_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}")
-    if attention not in ("ulysses", "upipe") or cp_size == 1:
-        return
-    if num_heads % cp_size != 0:
-        raise ValueError(
-            f"{where}: num_attention_heads={num_heads} is not divisible by context_parallel_size={cp_size}"
-            f" ({attention!r} attention scatters heads over the context-parallel ranks); choose a divisor of"
-            " the head count or attention='ring'"
-        )
-    if num_kv_heads % cp_size != 0 and cp_size % num_kv_heads != 0:
-        raise ValueError(
-            f"{where}: num_key_value_heads={num_kv_heads} and context_parallel_size={cp_size} must divide one"
-            " another (KV heads are scattered or replicated); use attention='ring' otherwise"
-        )
-    if attention == "upipe" and stage_heads is not None and (stage_heads % cp_size != 0 or num_heads % stage_heads):
-        raise ValueError(
-            f"{where}: stage_heads={stage_heads} must be a multiple of context_parallel_size={cp_size} that divides"
-            f" num_attention_heads={num_heads}"
-        )
-
-
-def _by_dtype(tensors: Sequence[Tensor]) -> list[list[Tensor]]:
-    groups: dict[tuple[torch.dtype, torch.device], list[Tensor]] = {}
-    for t in tensors:
-        groups.setdefault((t.dtype, t.device), []).append(t)
-    return list(groups.values())
 
 
 def _lookup(batch: Any, key: str | int) -> Any:

@@ -1,7 +1,32 @@
-"""Experiment runners that recipes call (above every other sub-package but the CLI)."""
+"""Experiment runners that the recipes call: they sit above every library layer and below the CLI.
+
+* :func:`fair_frontier_task` (``fair_compas``): fairness frontiers on a tabular data set.
+* :func:`run_online` (``r4_pendulum``, ``r4_halfcheetah``): R4's online policy learning with a learned reward,
+  with :func:`reward_function` and :func:`fit_reward_model`. They live in :mod:`lightning_icml26.tasks.r4_online`,
+  which imports ``gymnasium`` (the optional ``rl`` extra), so they are loaded on first access.
+* :func:`irt_judge_task` (``irt_judge``): IRT-GRM reliability diagnostics of a simulated or SmolLM2 judge.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+from lightning_icml26.tasks.fair_frontier import fair_frontier_task
 from lightning_icml26.tasks.irt_judge import irt_judge_task
 
-__all__ = ["irt_judge_task"]
+# Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
+_LAZY = {
+    "fit_reward_model": "r4_online",
+    "reward_function": "r4_online",
+    "run_online": "r4_online",
+}
+
+__all__ = ["fair_frontier_task", "irt_judge_task", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(f"lightning_icml26.tasks.{_LAZY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'lightning_icml26.tasks' has no attribute {name!r}")

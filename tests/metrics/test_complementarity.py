@@ -9,24 +9,21 @@ import torch
 from scipy import optimize, special
 from sklearn.metrics import brier_score_loss, log_loss
 
-from lightning_icml26.data.forecasts import make_forecasting_task
-from lightning_icml26.metrics import ComplementarityGain, ErrorCorrelation, RobustPoolingWeight
-from lightning_icml26.metrics.functional import (
-    complementarity_gain,
+from lightning_icml26.algorithms import (
     correlation_threshold,
-    error_correlation,
-    error_moments,
     gain_weight_bound,
     linear_pool,
     logit_pool,
     oracle_pooling_weight,
     override_decision,
     pooling_gain,
-    robust_pooling,
     robust_pooling_weight,
     robust_weight_cap,
     worst_case_gain,
 )
+from lightning_icml26.data.forecasts import make_forecasting_task
+from lightning_icml26.metrics import ComplementarityGain, ErrorCorrelation, RobustPoolingWeight
+from lightning_icml26.metrics.functional import complementarity_gain, error_correlation, error_moments, robust_pooling
 from tests._support.distributed import run_on_ranks
 
 

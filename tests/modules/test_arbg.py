@@ -10,19 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_icml26.modules.arbg import (
-    ArBG,
+from lightning_icml26.data.boltzmann import (
     BoltzmannReweighter,
     ChiralityFix,
     DoubleWellEnergy,
-    FlowBG,
     LennardJonesEnergy,
     icosahedral_cluster,
     masked_log_softmax,
     minimize_energy,
     reference_samples,
 )
-from lightning_icml26.modules.arbg.reweighting import signed_volumes
+from lightning_icml26.data.boltzmann.reweighting import signed_volumes
+from lightning_icml26.modules.arbg import ArBG, FlowBG
 from tests._support.skips import requires_module
 
 pytestmark = requires_module("transformers")

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from lightning_icml26.modules.arbg import AlanineDipeptideEnergy, BoltzmannReweighter, ChiralityFix, get_system
-from lightning_icml26.modules.arbg.systems import ALA2_CHIRAL, langevin_md_openmm
+from lightning_icml26.data.boltzmann import AlanineDipeptideEnergy, BoltzmannReweighter, ChiralityFix, get_system
+from lightning_icml26.data.boltzmann.systems import ALA2_CHIRAL, langevin_md_openmm
 from tests._support.skips import requires_module
 
 pytestmark = [requires_module("openmm"), requires_module("openmmtools")]

@@ -10,16 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from lightning_icml26 import _recipes
-from lightning_icml26.modules.itc import (
-    ITCDecoder,
-    TokenWorldModel,
-    VQTokenizer,
-    build_itc_cost,
-    decode_next_frame,
-    grid_coordinates,
-    rollout,
-    solve_assignment,
-)
+from lightning_icml26.modules.itc import TokenWorldModel, VQTokenizer, rollout
+from lightning_icml26.ops import ITCDecoder, build_itc_cost, decode_next_frame, grid_coordinates, solve_assignment
 
 
 def _random_frame(batch: int, height: int, width: int, vocab: int, seed: int) -> torch.Tensor:

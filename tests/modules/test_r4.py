@@ -12,15 +12,8 @@ import torch.nn.functional as F
 from lightning.pytorch import Trainer
 from scipy.stats import kendalltau, rankdata
 
-from lightning_icml26.modules.r4 import (
-    R4RewardModel,
-    RatingDataModule,
-    Segments,
-    bradley_terry_loss,
-    ranking_mse_loss,
-    rbrl_loss,
-    simulate_ratings,
-)
+from lightning_icml26.data.rl import RatingDataModule, Segments, simulate_ratings
+from lightning_icml26.modules.r4 import R4RewardModel, bradley_terry_loss, ranking_mse_loss, rbrl_loss
 
 
 def _inversions(perm: tuple[int, ...]) -> int:

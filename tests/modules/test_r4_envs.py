@@ -22,7 +22,7 @@ def _pendulum_reward(obs: np.ndarray, act: np.ndarray) -> np.ndarray:
 
 
 def test_collect_segments_returns_match_closed_form() -> None:
-    from lightning_icml26.modules.r4 import collect_segments
+    from lightning_icml26.data.rl import collect_segments
 
     seg = collect_segments("Pendulum-v1", num_segments=6, segment_length=20, seed=3)
     assert seg.obs.shape == (6, 20, 3)
@@ -37,7 +37,7 @@ def test_collect_segments_returns_match_closed_form() -> None:
 def test_wrapper_passes_everything_but_the_reward() -> None:
     import gymnasium as gym
 
-    from lightning_icml26.modules.r4 import RewardReplacementWrapper
+    from lightning_icml26.data.rl import RewardReplacementWrapper
 
     calls: list[tuple[np.ndarray, np.ndarray]] = []
 
@@ -78,7 +78,8 @@ def test_wrapper_passes_everything_but_the_reward() -> None:
 
 def test_importing_modules_leaves_rl_libraries_unimported() -> None:
     code = (
-        "import sys, lightning_icml26.modules, lightning_icml26.modules.r4;"
+        "import sys, lightning_icml26.modules, lightning_icml26.modules.r4, lightning_icml26.data.rl,"
+        " lightning_icml26.tasks;"
         "print('gymnasium' in sys.modules, 'stable_baselines3' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -107,7 +108,7 @@ def test_recipe_runs_end_to_end(tmp_path: Path) -> None:
 def test_halfcheetah_segments_and_wrapper() -> None:
     import gymnasium as gym
 
-    from lightning_icml26.modules.r4 import RewardReplacementWrapper, collect_segments
+    from lightning_icml26.data.rl import RewardReplacementWrapper, collect_segments
 
     seg = collect_segments("HalfCheetah-v5", num_segments=2, segment_length=10)
     assert seg.obs.shape == (2, 10, 17)

@@ -24,7 +24,7 @@ CONFIG = {
 @pytest.mark.parametrize("attention", ["dense", "ulysses", "upipe", "ring"])
 def test_routed_model_matches_sdpa_in_one_process(model_type: str, attention: str) -> None:
     from lightning_icml26.modules.causal_lm import build_hf_causal_lm
-    from lightning_icml26.strategies import route_hf_model
+    from lightning_icml26.ops import route_hf_model
 
     model = build_hf_causal_lm(model_type, seed=0, **CONFIG)
     ids = torch.randint(0, 64, (2, 12))
@@ -38,7 +38,7 @@ def test_routed_model_matches_sdpa_in_one_process(model_type: str, attention: st
 
 def test_unrouted_module_and_masks_are_refused() -> None:
     from lightning_icml26.modules.causal_lm import build_hf_causal_lm
-    from lightning_icml26.strategies import register_hf_attention
+    from lightning_icml26.ops import register_hf_attention
 
     model = build_hf_causal_lm("llama", seed=0, **CONFIG)
     register_hf_attention()
@@ -49,7 +49,7 @@ def test_unrouted_module_and_masks_are_refused() -> None:
 
 def test_head_counts_are_checked_before_routing() -> None:
     from lightning_icml26.modules.causal_lm import build_hf_causal_lm
-    from lightning_icml26.strategies import route_hf_model
+    from lightning_icml26.ops import route_hf_model
 
     model = build_hf_causal_lm(
         "llama", seed=0, **{**CONFIG, "hidden_size": 24, "num_attention_heads": 6, "num_key_value_heads": 3}

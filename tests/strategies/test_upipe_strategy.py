@@ -16,8 +16,8 @@ from lightning.pytorch import Trainer
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_icml26.modules.causal_lm import TinyCausalTransformer
-from lightning_icml26.strategies import UPipeStrategy, route_attention
-from lightning_icml26.strategies.upipe import check_heads
+from lightning_icml26.ops import check_heads, route_attention
+from lightning_icml26.strategies import UPipeStrategy
 from tests._support.distributed import run_on_ranks
 from tests._support.skips import requires_module
 from tests.strategies import _upipe_workers as W

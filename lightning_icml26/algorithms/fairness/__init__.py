@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from lightning_icml26.algorithms.fairness.frontier import fair_frontier_task, fairness_frontier, plot_frontier
+from lightning_icml26.algorithms.fairness._common import check_criterion
+from lightning_icml26.algorithms.fairness.frontier import fairness_frontier, plot_frontier
 from lightning_icml26.algorithms.fairness.models import fit_probability_model, make_mlp
 from lightning_icml26.algorithms.fairness.postprocess import AttributeBlindClassifier, FairPostProcessor
 from lightning_icml26.algorithms.fairness.reduction import ExponentiatedGradientReduction
@@ -11,7 +12,7 @@ __all__ = [
     "AttributeBlindClassifier",
     "ExponentiatedGradientReduction",
     "FairPostProcessor",
-    "fair_frontier_task",
+    "check_criterion",
     "fairness_frontier",
     "fit_probability_model",
     "make_mlp",

@@ -12,7 +12,22 @@ CRITERIA = ("dp", "eo", "eopp")
 
 
 def check_criterion(criterion: str) -> str:
-    """Return ``criterion`` lower-cased, or raise for an unknown one."""
+    """Return ``criterion`` lower-cased, or raise for an unknown one.
+
+    Args:
+        criterion: ``"dp"`` (demographic parity), ``"eo"`` (equalized odds) or ``"eopp"`` (equal opportunity),
+            in any case.
+
+    Returns:
+        The lower-cased criterion.
+
+    Raises:
+        ValueError: for any other value.
+
+    Example:
+        >>> check_criterion("DP")
+        'dp'
+    """
     if not isinstance(criterion, str) or criterion.lower() not in CRITERIA:
         raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
     return criterion.lower()

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy import optimize, sparse
 from torch import Tensor, nn
 
 from lightning_icml26.algorithms.fairness._common import (
@@ -133,8 +134,6 @@ class FairPostProcessor:
         Raises:
             ValueError: probabilities not summing to 1, labels outside ``[0, K)``, a group without samples.
         """
-        from scipy import optimize, sparse
-
         eta, pg = self._inputs(probs_y, probs_group)
         n, num_classes, num_groups = eta.shape[0], self.num_classes, self.num_groups
         if n == 0:

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import torch
+from scipy.linalg import eigh
 from torch import Tensor
 
 from lightning_icml26._optional import require
@@ -162,8 +163,6 @@ def fit_tica(
         >>> tuple(proj.shape)
         (3, 2)
     """
-    from scipy.linalg import eigh
-
     x = _check_2d(features, "features")
     if not 1 <= lagtime < x.shape[0]:
         raise ValueError(f"lagtime must be in [1, {x.shape[0] - 1}] for {x.shape[0]} frames, got {lagtime}")

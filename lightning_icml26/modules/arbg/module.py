@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from lightning_icml26._optional import require
-from lightning_icml26.modules.arbg.sampler import (
+from lightning_icml26.data.boltzmann.sampler import (
     autoregressive_sample,
     check_sampling_args,
     sequence_log_prob,

@@ -1,35 +1,15 @@
 """ITC: identifiable token correspondence decoding for token-based world models (Kim et al., ICML 2026).
 
-``TokenWorldModel`` (a block-causal transformer world model over frames of cell tokens), ``ITCDecoder``
-(the copy-or-generate assignment decoder), ``rollout`` (imagined rollouts of any token world model with
-``decoder="itc" | "sample" | "argmax"``) and an optional ``VQTokenizer`` for image observations.
+``TokenWorldModel`` (a block-causal transformer world model over frames of cell tokens), ``rollout`` (imagined
+rollouts of any token world model with ``decoder="itc" | "sample" | "argmax"``) and an optional
+``VQTokenizer`` for image observations. The copy-or-generate assignment decoder itself is an optimal-transport
+algorithm and lives in :mod:`lightning_icml26.ops` (:class:`~lightning_icml26.ops.ITCDecoder`).
 """
 
 from __future__ import annotations
 
-from lightning_icml26.modules.itc.decoder import (
-    DECODERS,
-    ITCDecoder,
-    build_itc_cost,
-    decode_next_frame,
-    grid_coordinates,
-    gumbel_noise,
-    solve_assignment,
-)
 from lightning_icml26.modules.itc.rollout import NextFrameModel, rollout
 from lightning_icml26.modules.itc.vq import VQTokenizer
 from lightning_icml26.modules.itc.world_model import TokenWorldModel
 
-__all__ = [
-    "DECODERS",
-    "ITCDecoder",
-    "NextFrameModel",
-    "TokenWorldModel",
-    "VQTokenizer",
-    "build_itc_cost",
-    "decode_next_frame",
-    "grid_coordinates",
-    "gumbel_noise",
-    "rollout",
-    "solve_assignment",
-]
+__all__ = ["NextFrameModel", "TokenWorldModel", "VQTokenizer", "rollout"]

@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from lightning_icml26.modules.itc.decoder import DECODERS, ITCDecoder, decode_next_frame, gumbel_noise
+from lightning_icml26.ops import DECODERS, ITCDecoder, decode_next_frame, gumbel_noise
 
 __all__ = ["NextFrameModel", "rollout"]
 
@@ -51,7 +51,7 @@ def rollout(
         context: frames fed to the model (default ``model.context`` when present, else all).
         copy_mask: ``(H, W)`` cells where ITC may copy.
         generator: random generator (the same seed gives ``"itc"`` and ``"sample"`` the same Gumbel noise).
-        **decode_kwargs: forwarded to :func:`~lightning_icml26.modules.itc.decoder.decode_next_frame`.
+        **decode_kwargs: forwarded to :func:`~lightning_icml26.ops.decode_next_frame`.
 
     Returns:
         ``(B, horizon, H, W)`` imagined frames.

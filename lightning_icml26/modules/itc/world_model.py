@@ -11,9 +11,9 @@ from lightning.pytorch import LightningModule
 from torch import nn
 
 from lightning_icml26.metrics.consistency import RolloutConsistency
-from lightning_icml26.modules.itc.decoder import DECODERS, ITCDecoder
 from lightning_icml26.modules.itc.rollout import rollout
 from lightning_icml26.modules.itc.vq import VQTokenizer
+from lightning_icml26.ops import DECODERS, ITCDecoder
 
 __all__ = ["TokenWorldModel"]
 

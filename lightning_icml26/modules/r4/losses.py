@@ -9,41 +9,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from lightning_icml26.data.rl.ratings import check_ratings
 from lightning_icml26.ops.soft_rank import soft_rank
 
-__all__ = ["bradley_terry_loss", "check_ratings", "ranking_mse_loss", "rbrl_loss"]
-
-
-def check_ratings(ratings: torch.Tensor, num_classes: int, name: str = "ratings") -> None:
-    """Raise a clear error unless ``ratings`` are integer classes in ``{0, ..., num_classes - 1}``.
-
-    Args:
-        ratings: integer tensor of rating classes.
-        num_classes: number of declared rating classes, at least 2.
-        name: argument name quoted in the error.
-
-    Raises:
-        ValueError: if ``num_classes < 2`` or a rating is outside the declared classes.
-        TypeError: if ``ratings`` is not an integer tensor.
-
-    Example:
-        >>> check_ratings(torch.tensor([0, 2, 1]), num_classes=3)
-        >>> check_ratings(torch.tensor([0, 3]), num_classes=3)
-        Traceback (most recent call last):
-        ...
-        ValueError: ratings must lie in {0, ..., 2} (num_classes=3), got the value(s) [3]
-    """
-    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer of at least 2 (two rating classes), got {num_classes!r}")
-    if not isinstance(ratings, torch.Tensor) or ratings.is_floating_point() or ratings.dtype == torch.bool:
-        kind = ratings.dtype if isinstance(ratings, torch.Tensor) else type(ratings).__name__
-        raise TypeError(f"{name} must be an integer tensor of class indices, got {kind}")
-    bad = ratings[(ratings < 0) | (ratings >= num_classes)]
-    if bad.numel():
-        raise ValueError(
-            f"{name} must lie in {{0, ..., {num_classes - 1}}} (num_classes={num_classes}), "
-            f"got the value(s) {sorted(set(bad.tolist()))}"
-        )
+__all__ = ["bradley_terry_loss", "ranking_mse_loss", "rbrl_loss"]
 
 
 def ranking_mse_loss(

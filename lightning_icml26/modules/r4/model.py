@@ -26,9 +26,9 @@ from lightning.pytorch import LightningModule
 from scipy.stats import kendalltau, spearmanr
 from torch import nn
 
+from lightning_icml26.data.rl.ratings import LOSSES, check_ratings
 from lightning_icml26.modules.nets import MLP
-from lightning_icml26.modules.r4.data import LOSSES
-from lightning_icml26.modules.r4.losses import bradley_terry_loss, check_ratings, ranking_mse_loss, rbrl_loss
+from lightning_icml26.modules.r4.losses import bradley_terry_loss, ranking_mse_loss, rbrl_loss
 
 __all__ = ["R4RewardModel", "RewardEnsemble"]
 
@@ -84,7 +84,7 @@ def _default_optimizer(params: Iterable[Any]) -> torch.optim.Optimizer:
 class R4RewardModel(LightningModule):
     """Reward ensemble trained from ratings with R4's ranking MSE, or the RbRL / Bradley-Terry baselines.
 
-    Training batches come from :class:`~lightning_icml26.modules.r4.data.RatingDataModule` with the same
+    Training batches come from :class:`~lightning_icml26.data.rl.ratings.RatingDataModule` with the same
     ``loss``. Validation and test batches are held-out segments with true returns; the module logs Kendall's tau
     and Spearman's rho (scipy) between predicted and true returns as ``{val,test}_kendall_tau`` and
     ``{val,test}_spearman``.

@@ -17,21 +17,38 @@ from lightning_icml26.ops.attention.module import (
     get_attention_backend,
 )
 from lightning_icml26.ops.attention.ring import ring_attention
+from lightning_icml26.ops.attention.routing import (
+    ATTENTION_CHOICES,
+    HF_ATTENTION_NAMES,
+    ContextParallelAttentionConfig,
+    check_heads,
+    register_hf_attention,
+    route_attention,
+    route_hf_model,
+)
 from lightning_icml26.ops.attention.ulysses import ulysses_attention
-from lightning_icml26.ops.attention.upipe import upipe_attention, upipe_qkv_attention, upipe_schedule
+from lightning_icml26.ops.attention.upipe import upipe_qkv_attention, upipe_schedule
+from lightning_icml26.ops.attention.upipe_fused import upipe_attention
 
 __all__ = [
-    "ATTENTION_BACKENDS",
-    "LiveBytesTracker",
-    "RotaryEmbedding",
-    "SavedTensorBytes",
-    "UPipeAttention",
     "apply_rotary",
+    "ATTENTION_BACKENDS",
+    "ATTENTION_CHOICES",
+    "check_heads",
+    "ContextParallelAttentionConfig",
     "dense_attention",
     "get_attention_backend",
+    "HF_ATTENTION_NAMES",
+    "LiveBytesTracker",
+    "register_hf_attention",
     "ring_attention",
+    "RotaryEmbedding",
+    "route_attention",
+    "route_hf_model",
+    "SavedTensorBytes",
     "ulysses_attention",
     "upipe_attention",
     "upipe_qkv_attention",
     "upipe_schedule",
+    "UPipeAttention",
 ]

@@ -9,9 +9,12 @@ correctness, not for long sequences.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
+
+from lightning_icml26.distributed import as_context_parallel_group, check_layout
 
 __all__: list[str] = []
 
@@ -202,8 +205,6 @@ def check_qkv(q: Any, k: Any, v: Any) -> None:
 
 def prepare(q: Any, k: Any, v: Any, cp: Any, layout: str, scale: float | None) -> tuple[Any, float]:
     """Check the shared arguments of the attention backends; return the group and the scale."""
-    from lightning_icml26.distributed import as_context_parallel_group, check_layout
-
     check_qkv(q, k, v)
     check_layout(layout)
     group = as_context_parallel_group(cp)
@@ -218,8 +219,6 @@ def kv_replication(num_heads: int, num_kv_heads: int, cp_size: int) -> int:
     1 when ``num_kv_heads`` is divisible by ``cp_size``; otherwise the smallest ``r`` with ``r * G`` divisible
     by ``P`` (each replica serves ``H / (r G)`` query heads), which needs ``r`` to divide the GQA ratio.
     """
-    import math
-
     if num_kv_heads % cp_size == 0:
         return 1
     rep = cp_size // math.gcd(num_kv_heads, cp_size)

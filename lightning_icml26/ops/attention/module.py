@@ -12,7 +12,8 @@ from lightning_icml26.ops.attention._kernels import apply_rotary
 from lightning_icml26.ops.attention.dense import dense_attention
 from lightning_icml26.ops.attention.ring import ring_attention
 from lightning_icml26.ops.attention.ulysses import ulysses_attention
-from lightning_icml26.ops.attention.upipe import upipe_attention, upipe_qkv_attention
+from lightning_icml26.ops.attention.upipe import upipe_qkv_attention
+from lightning_icml26.ops.attention.upipe_fused import upipe_attention
 
 __all__ = ["ATTENTION_BACKENDS", "RotaryEmbedding", "UPipeAttention", "get_attention_backend"]
 

@@ -1,0 +1,268 @@
+"""The heavy half of the ``icml26`` CLI: recipes launched as Hydra jobs through ``hydra.main``.
+
+``icml26 run RECIPE [overrides] [-m]`` becomes one ``hydra.main`` call with the recipe as config name and
+``pkg://lightning_icml26.recipes`` as config path, so Hydra's own machinery does the work: overrides and
+their type checks against the structured schema, ``-m/--multirun`` sweeps (``a=1,2``, ``range``, ``glob``),
+the basic launcher or any installed launcher/sweeper plugin (``hydra/launcher=...``), one output folder
+per job and its ``.hydra/`` record (``overrides.yaml``, which ``icml26 resume`` reads back).
+
+Two pieces of glue:
+
+* ``hydra.main`` reads its arguments from ``sys.argv``, so ``sys.argv`` holds the Hydra arguments during
+  the call. Inside each job it holds the job's own single-run command (``icml26 run RECIPE <the job's
+  overrides>``): Lightning's DDP launcher starts the other local ranks by re-running ``sys.argv``, and they
+  must run this job, not the whole sweep.
+* ``HYDRA_FULL_ERROR=1`` is set during the call so that Hydra raises composition errors instead of
+  printing them; the CLI prints each as one ``error:`` line. Errors inside a job are caught by the job
+  function and reported after Hydra returns (Hydra would add its own line to stderr otherwise).
+
+The run folder (``hydra.run.dir``, and ``hydra.sweep.dir`` for a multirun whose jobs go to ``<dir>/<n>``) is
+decided before Hydra starts (:func:`~lightning_icml26._catalog.resolve_run_dir`), so every rank of a
+``torchrun``/``srun`` launch writes into the same folder; ranks other than zero write no ``.hydra/``.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hydra
+import torch.distributed as dist
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, OverrideParseException
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from lightning_icml26 import _recipes
+from lightning_icml26._catalog import CONFIG_MODULE, global_rank, resolve_run_dir
+
+__all__ = ["EXIT_WATCHDOG_SECONDS", "Launch", "end_process_group", "launch", "resume_overrides", "run_command"]
+
+#: Seconds a process may spend after training before it is considered hung at exit; it then prints every
+#: thread's stack (``faulthandler``) and exits non-zero instead of hanging silently.
+EXIT_WATCHDOG_SECONDS = 120.0
+
+#: Exit code of a run stopped by Ctrl-C (128 + SIGINT, the shell's convention).
+EXIT_INTERRUPTED = 130
+
+
+def end_process_group(watchdog_seconds: float = EXIT_WATCHDOG_SECONDS) -> None:
+    """End a distributed run cleanly: a barrier, then ``destroy_process_group()``.
+
+    Without this, a rank whose peers already left can linger in a collective or in the store's
+    shutdown, and a ``torchrun`` job does not exit after training ends. A watchdog armed first turns a
+    hang here into a stack dump and a non-zero exit.
+
+    Args:
+        watchdog_seconds: seconds before a hung teardown dumps the stacks and exits (``<= 0`` disables).
+
+    Example:
+        >>> end_process_group()  # no process group: nothing to do
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if watchdog_seconds > 0:
+        faulthandler.dump_traceback_later(watchdog_seconds, exit=True)
+    try:
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+        faulthandler.cancel_dump_traceback_later()
+
+
+@dataclass
+class Launch:
+    """One ``icml26 run`` / ``icml26 resume`` launch.
+
+    Attributes:
+        recipe: the recipe's name.
+        overrides: Hydra overrides.
+        run_dir: the launch's folder (a multirun's jobs go to ``run_dir/<job number>``).
+        multirun: sweep the overrides (Hydra's ``--multirun``).
+        dry_run: compose and build every object, print the config, train nothing.
+        program: ``sys.argv[0]`` of the CLI, which Lightning re-runs for the other local ranks.
+    """
+
+    recipe: str
+    overrides: list[str]
+    run_dir: Path
+    multirun: bool = False
+    dry_run: bool = False
+    program: str = "icml26"
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[BaseException] = field(default_factory=list)
+
+
+def _quote(value: str | Path) -> str:
+    text = str(value)
+    return f"'{text}'" if "'" not in text else f'"{text}"'
+
+
+def _keys(overrides: Sequence[str]) -> list[str]:
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except OverrideParseException as error:
+        raise _recipes.RecipeError(f"Error parsing override '{error.override}': {_recipes.one_line(error)}") from None
+    return [override.key_or_group for override in parsed]
+
+
+def resume_overrides(run_dir: Path, overrides: Sequence[str]) -> tuple[str, list[str]]:
+    """The recipe and the overrides that continue the run in ``run_dir`` from its ``last.ckpt``.
+
+    The run's own overrides (``.hydra/overrides.yaml``) are kept unless a new override sets the same key;
+    ``ckpt_path`` points at ``run_dir/checkpoints/last.ckpt``.
+
+    Args:
+        run_dir: a folder written by ``icml26 run``.
+        overrides: new overrides, e.g. ``trainer.max_epochs=40``.
+
+    Raises:
+        RecipeError: no ``config.yaml`` or no ``checkpoints/last.ckpt`` in ``run_dir``.
+    """
+    config = run_dir / "config.yaml"
+    if not config.is_file():
+        raise _recipes.RecipeError(f"cannot resume '{run_dir}': no config.yaml there (not a run folder of icml26 run)")
+    saved = OmegaConf.load(config)
+    recipe = saved.get("recipe") if isinstance(saved, DictConfig) else None
+    if not isinstance(recipe, str) or not recipe:
+        raise _recipes.RecipeError(f"cannot resume '{run_dir}': its config.yaml names no recipe")
+    ckpt = run_dir / "checkpoints" / "last.ckpt"
+    if not ckpt.is_file():
+        raise _recipes.RecipeError(f"cannot resume '{run_dir}': no checkpoints/last.ckpt (it stopped before one)")
+    stored_path = run_dir / ".hydra" / "overrides.yaml"
+    stored = OmegaConf.load(stored_path) if stored_path.is_file() else ListConfig([])
+    if not isinstance(stored, ListConfig):
+        raise _recipes.RecipeError(f"cannot resume '{run_dir}': {stored_path} is not a list of overrides")
+    old = [str(item) for item in stored]
+    replaced = {*_keys(overrides), "ckpt_path", "run_dir"}
+    kept = [text for text, key in zip(old, _keys(old), strict=True) if key not in replaced]
+    return recipe, [*kept, *overrides, f"ckpt_path={_quote(ckpt.resolve())}"]
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    state = "done" if summary["status"] == "finished" else summary["status"]
+    print(f"\n== {summary['recipe']}: {state} in {summary['seconds']:.1f} s; outputs in {summary['run_dir']}")
+    for key, value in sorted(summary["metrics"].items()):
+        shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+        print(f"   {key:<28} {shown}")
+
+
+def _job(spec: Launch, cfg: DictConfig) -> None:
+    saved_argv = sys.argv
+    sys.argv = [spec.program, "run", spec.recipe, *HydraConfig.get().overrides.task]
+    try:
+        cfg = _recipes.finalize(cfg)
+        if spec.dry_run:
+            _recipes.build(cfg)
+            print(OmegaConf.to_yaml(cfg), end="")
+            print(f"# dry run of '{spec.recipe}': every object was built; nothing was trained")
+            return
+        if global_rank() == 0:
+            print(f"== {spec.recipe}: run directory {cfg.run_dir}", flush=True)
+        summary = _recipes.run(cfg)
+        if summary.pop("is_global_zero"):
+            _print_summary(summary)
+        spec.summaries.append(summary)
+    except Exception as error:
+        spec.failures.append(error)
+    finally:
+        sys.argv = saved_argv
+
+
+def _hydra_arguments(spec: Launch) -> list[str]:
+    given = dict(zip(_keys(spec.overrides), spec.overrides, strict=True))
+    run_dir = spec.run_dir
+    if "run_dir" in given:
+        if spec.multirun:
+            raise _recipes.RecipeError("run_dir cannot be set in a multirun (each job has its own); use --output-root")
+        run_dir = Path(str(OverridesParser.create().parse_override(given["run_dir"]).value()))
+    arguments = [*spec.overrides, f"hydra.run.dir={_quote(run_dir)}", f"hydra.sweep.dir={_quote(run_dir)}"]
+    if os.environ.get("ICML26_RUN_DIR") and "run_dir" not in given:
+        arguments.append(f"run_dir={_quote(os.environ['ICML26_RUN_DIR'])}")  # a rank Lightning started
+    if global_rank() != 0 or spec.dry_run:
+        arguments.append("hydra.output_subdir=null")
+    return [*arguments, "--multirun"] if spec.multirun else arguments
+
+
+def launch(spec: Launch) -> int:
+    """Run (or dry-run) a recipe through ``hydra.main``; print errors as one line each.
+
+    Args:
+        spec: what to launch.
+
+    Returns:
+        The exit code: 0 when every job finished, 2 for a bad recipe or override (or a dry run that cannot
+        build an object), 1 when a job failed, 130 when a job was interrupted.
+    """
+    previous_error_mode = os.environ.get("HYDRA_FULL_ERROR")
+    saved_argv = sys.argv
+    # folders a dry run may create (Hydra makes the run folder); removed again afterwards if left empty
+    created = [p for p in (spec.run_dir, *list(spec.run_dir.parents)[:2]) if not p.exists()]
+    try:
+        arguments = _hydra_arguments(spec)
+        os.environ["HYDRA_FULL_ERROR"] = "1"
+        sys.argv = [spec.program, *arguments]
+        GlobalHydra.instance().clear()
+        entry = hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=spec.recipe, version_base="1.3")
+        entry(lambda cfg: _job(spec, cfg))()
+    except (HydraException, OmegaConfBaseException, _recipes.RecipeError) as error:
+        print(f"error: {_recipes.one_line(error)}", file=sys.stderr)
+        return 2
+    finally:
+        sys.argv = saved_argv
+        GlobalHydra.instance().clear()
+        if previous_error_mode is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = previous_error_mode
+        end_process_group()
+        for folder in created if spec.dry_run else []:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+    for failure in spec.failures:
+        if not isinstance(failure, _recipes.RecipeError):
+            raise failure
+        print(f"error: {failure}", file=sys.stderr)
+    if spec.failures:
+        return 2 if spec.dry_run else 1
+    if any(summary["status"] == "interrupted" for summary in spec.summaries):
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def run_command(
+    command: str,
+    target: str,
+    overrides: Sequence[str],
+    *,
+    multirun: bool = False,
+    dry_run: bool = False,
+    output_root: str = "outputs",
+    program: str = "icml26",
+) -> int:
+    """Carry out ``icml26 run`` (``target`` is a recipe) or ``icml26 resume`` (``target`` is a run folder).
+
+    Returns:
+        The process exit code (see :func:`launch`).
+    """
+    try:
+        if command == "resume":
+            run_dir = Path(target)
+            if multirun:
+                raise _recipes.RecipeError("resume continues one run; -m/--multirun does not apply")
+            recipe, overrides = resume_overrides(run_dir, overrides)
+        else:
+            _recipes.check_recipe(target)
+            recipe, run_dir = target, resolve_run_dir(target, output_root)
+    except (HydraException, _recipes.RecipeError) as error:
+        print(f"error: {_recipes.one_line(error)}", file=sys.stderr)
+        return 2
+    spec = Launch(recipe, list(overrides), run_dir, multirun=multirun, dry_run=dry_run, program=program)
+    return launch(spec)

@@ -1,0 +1,144 @@
+"""Files the recipe runner writes: atomic replacement, and ``metrics.csv`` history kept across a resume.
+
+Lightning's ``CSVLogger`` deletes an existing ``metrics.csv`` when it opens its folder again, so a run
+resumed in its own folder would lose the epochs before the checkpoint. :class:`CsvHistory` moves the old
+file aside before ``fit`` (``metrics.before_resume.csv``) and, once ``fit`` ends (finished, interrupted or
+failed), writes the old rows that precede the first newly logged step followed by the new rows, under the
+union of both headers. A merge left unfinished by a killed process is completed by the next resume.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["CsvHistory", "atomic_write_text", "merge_metric_rows", "read_metric_rows"]
+
+Row = dict[str, str]
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``.
+
+    A reader sees the old file or the new one, never a half-written one.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> target = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+        >>> atomic_write_text(target, "one")
+        >>> atomic_write_text(target, "two")
+        >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
+        ('two', ['a.txt'])
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_metric_rows(path: str | Path) -> tuple[list[str], list[Row]]:
+    """Header and rows of a metrics CSV (an empty header and no rows when the file is missing).
+
+    Example:
+        >>> read_metric_rows("/no/such/metrics.csv")
+        ([], [])
+    """
+    path = Path(path)
+    if not path.is_file():
+        return [], []
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows
+
+
+def _step(row: Row) -> float:
+    try:
+        return float(row.get("step") or "nan")
+    except ValueError:
+        return float("nan")
+
+
+def merge_metric_rows(old: tuple[list[str], list[Row]], new: tuple[list[str], list[Row]]) -> str:
+    """CSV text of the old rows before the first new step, then the new rows, under the union header.
+
+    Old rows at or after the first step the resumed run logged were written after the checkpoint it
+    resumed from, and are replaced by the new run's rows for those steps.
+
+    Args:
+        old: header and rows written before the resume.
+        new: header and rows written by the resumed run.
+
+    Example:
+        >>> old = (["epoch", "step", "loss"], [{"epoch": "0", "step": "1", "loss": "2"},
+        ...                                    {"epoch": "1", "step": "3", "loss": "1"}])
+        >>> new = (["acc", "epoch", "step"], [{"acc": "0.9", "epoch": "1", "step": "3"}])
+        >>> print(merge_metric_rows(old, new).strip())
+        epoch,step,loss,acc
+        0,1,2,
+        1,3,,0.9
+    """
+    old_header, old_rows = old
+    new_header, new_rows = new
+    header = list(old_header) + [key for key in new_header if key not in old_header]
+    first_new = min((_step(row) for row in new_rows), default=float("inf"))
+    kept = [row for row in old_rows if not _step(row) >= first_new]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(kept + new_rows)
+    return buffer.getvalue()
+
+
+class CsvHistory:
+    """Keep the rows of a ``metrics.csv`` across a resumed ``fit`` that rewrites it.
+
+    Args:
+        path: the logger's ``metrics.csv``.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> csv_path = pathlib.Path(tempfile.mkdtemp()) / "metrics.csv"
+        >>> _ = csv_path.write_text("epoch,step,loss\\n0,1,2.0\\n")
+        >>> history = CsvHistory(csv_path)
+        >>> history.set_aside()   # before fit: Lightning would delete the file
+        >>> _ = csv_path.write_text("epoch,step,loss\\n1,3,1.0\\n")  # what the resumed fit logs
+        >>> history.restore()     # after fit
+        >>> print(csv_path.read_text().strip())
+        epoch,step,loss
+        0,1,2.0
+        1,3,1.0
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.backup = self.path.with_name(f"{self.path.stem}.before_resume{self.path.suffix}")
+
+    def set_aside(self) -> None:
+        """Move the current file aside (merging first what an unfinished earlier resume left)."""
+        if self.backup.is_file():
+            if self.path.is_file():
+                atomic_write_text(
+                    self.backup, merge_metric_rows(read_metric_rows(self.backup), read_metric_rows(self.path))
+                )
+                self.path.unlink()
+        elif self.path.is_file():
+            os.replace(self.path, self.backup)
+
+    def restore(self) -> None:
+        """Write the merged history atomically to :attr:`path` and drop the set-aside copy."""
+        if not self.backup.is_file():
+            return
+        atomic_write_text(self.path, merge_metric_rows(read_metric_rows(self.backup), read_metric_rows(self.path)))
+        self.backup.unlink()

@@ -1,0 +1,45 @@
+"""Reinforcement-learning data: rated trajectory segments, their DataModule, and gymnasium helpers.
+
+Importing this package imports torch and lightning only. The gymnasium pieces (:func:`collect_segments`,
+:func:`segments_from_transitions`, :class:`RewardReplacementWrapper`) live in
+:mod:`lightning_icml26.data.rl.envs` and are loaded on first access, because ``gymnasium`` is an optional
+dependency (the ``rl`` extra) and :class:`RewardReplacementWrapper` subclasses ``gymnasium.Wrapper``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from lightning_icml26.data.rl.ratings import (
+    LOSSES,
+    RatingDataModule,
+    Segments,
+    check_ratings,
+    quantile_bin_edges,
+    simulate_ratings,
+)
+
+# Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
+_LAZY = {
+    "collect_segments": "envs",
+    "segments_from_transitions": "envs",
+    "RewardReplacementWrapper": "envs",
+}
+
+__all__ = [
+    "LOSSES",
+    "RatingDataModule",
+    "Segments",
+    "check_ratings",
+    "quantile_bin_edges",
+    "simulate_ratings",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(f"lightning_icml26.data.rl.{_LAZY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'lightning_icml26.data.rl' has no attribute {name!r}")

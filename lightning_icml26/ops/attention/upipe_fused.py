@@ -1,0 +1,233 @@
+"""UPipe's fused operator: projection, rotary embedding, all-to-all and attention per stage of a few heads.
+
+:func:`upipe_attention` takes the layer input and the q/k/v projection weights, so full-head q/k/v never exist.
+Per stage it projects ``U`` query heads (and, once per KV group, their KV heads), applies rotary embedding,
+exchanges them with an all-to-all, attends, and writes the exchanged-back output into a preallocated ``out``. A
+custom autograd function saves only ``x``, the weights, the rotary tables, ``out`` and the per-stage
+log-sum-exp; backward repeats the stage loop. The stage schedule, GQA pairing and the variant on
+pre-projected q/k/v are in :mod:`lightning_icml26.ops.attention.upipe`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lightning_icml26.distributed import ContextParallelGroup, as_context_parallel_group, check_layout
+from lightning_icml26.distributed.collectives import _head_to_seq, _seq_to_head
+from lightning_icml26.ops.attention._kernels import (
+    acc_dtype,
+    apply_rotary,
+    apply_rotary_backward,
+    resolve_scale,
+)
+from lightning_icml26.ops.attention.upipe import Stage, _attend, _attend_backward, _idx, _stage_plan
+
+__all__ = ["upipe_attention"]
+
+
+def _project(x: torch.Tensor, w: torch.Tensor, heads: torch.Tensor, head_dim: int) -> torch.Tensor:
+    """``x @ w[heads]^T`` reshaped to (B, s, len(heads), D)."""
+    rows = w.view(-1, head_dim, w.shape[-1]).index_select(0, heads).reshape(-1, w.shape[-1])
+    return torch.matmul(x, rows.t()).view(*x.shape[:2], heads.numel(), head_dim)
+
+
+class _UPipeFused(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: Any,
+        x: torch.Tensor,
+        w_q: torch.Tensor,
+        w_k: torch.Tensor,
+        w_v: torch.Tensor,
+        cos: torch.Tensor | None,
+        sin: torch.Tensor | None,
+        meta: tuple[ContextParallelGroup, bool, float, str, list[Stage], int, int],
+    ) -> torch.Tensor:
+        cp, causal, scale, layout, stages, num_heads, head_dim = meta
+        b, s, _ = x.shape
+        out = torch.empty(b, s, num_heads, head_dim, dtype=x.dtype, device=x.device)
+        lses = []
+        kh = vh = None
+        for q_heads, kv_heads in stages:
+            if kv_heads is not None:
+                kh = vh = None
+                kv_idx = _idx(kv_heads, x.device)
+                k_s = _project(x, w_k, kv_idx, head_dim)
+                if cos is not None and sin is not None:
+                    k_s = apply_rotary(k_s, cos, sin)
+                kh = _seq_to_head(k_s, cp, layout)
+                del k_s
+                vh = _seq_to_head(_project(x, w_v, kv_idx, head_dim), cp, layout)
+            q_idx = _idx(q_heads, x.device)
+            q_s = _project(x, w_q, q_idx, head_dim)
+            if cos is not None and sin is not None:
+                q_s = apply_rotary(q_s, cos, sin)
+            qh = _seq_to_head(q_s, cp, layout)
+            del q_s
+            oh, lse = _attend(qh, kh, vh, causal, scale)  # type: ignore[arg-type]
+            del qh
+            out.index_copy_(2, q_idx, _head_to_seq(oh.contiguous(), cp, layout))
+            del oh
+            lses.append(lse)
+        del kh, vh
+        ctx.save_for_backward(x, w_q, w_k, w_v, cos, sin, out, *lses)
+        ctx.meta = meta
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, dout: torch.Tensor) -> Any:
+        x, w_q, w_k, w_v, cos, sin, out, *lses = ctx.saved_tensors
+        cp, causal, scale, layout, stages, _, head_dim = ctx.meta
+        rotary = cos is not None and sin is not None
+        dout = dout.contiguous()
+        acc = acc_dtype(x.dtype)
+        dx = torch.zeros(x.shape, dtype=acc, device=x.device)
+        dw_q, dw_k, dw_v = torch.empty_like(w_q), torch.empty_like(w_k), torch.empty_like(w_v)
+        x2 = x.reshape(-1, x.shape[-1])
+        state: dict[str, Any] = {}
+
+        def grad_proj(d_local: torch.Tensor, w: torch.Tensor, dw: torch.Tensor, heads: torch.Tensor) -> None:
+            # d_local: (B, s, n, D) gradient of this stage's projection output
+            d2 = d_local.reshape(-1, heads.numel() * head_dim)
+            rows = w.view(-1, head_dim, w.shape[-1]).index_select(0, heads).reshape(-1, w.shape[-1])
+            dx.view(-1, dx.shape[-1]).addmm_(d2.to(dx.dtype), rows.to(dx.dtype))  # in place: no transient
+            dw_rows = torch.matmul(d2.t(), x2).view(heads.numel(), head_dim, -1)
+            dw.view(-1, head_dim, w.shape[-1]).index_copy_(0, heads, dw_rows)
+
+        def flush() -> None:
+            if "kv_idx" not in state:
+                return
+            dk_local = _head_to_seq(state.pop("dkh").to(x.dtype), cp, layout)
+            if rotary:
+                dk_local = apply_rotary_backward(dk_local, cos, sin)
+            grad_proj(dk_local, w_k, dw_k, state["kv_idx"])
+            del dk_local
+            grad_proj(_head_to_seq(state.pop("dvh").to(x.dtype), cp, layout), w_v, dw_v, state["kv_idx"])
+
+        for (q_heads, kv_heads), lse in zip(stages, lses, strict=True):
+            if kv_heads is not None:
+                flush()
+                state.clear()
+                kv_idx = _idx(kv_heads, x.device)
+                k_s = _project(x, w_k, kv_idx, head_dim)
+                if rotary:
+                    k_s = apply_rotary(k_s, cos, sin)
+                state["kh"] = _seq_to_head(k_s, cp, layout)
+                del k_s
+                state["vh"] = _seq_to_head(_project(x, w_v, kv_idx, head_dim), cp, layout)
+                state["dkh"] = torch.zeros(state["kh"].shape, dtype=acc, device=x.device)
+                state["dvh"] = torch.zeros(state["vh"].shape, dtype=acc, device=x.device)
+                state["kv_idx"] = kv_idx
+            q_idx = _idx(q_heads, x.device)
+            q_s = _project(x, w_q, q_idx, head_dim)
+            if rotary:
+                q_s = apply_rotary(q_s, cos, sin)
+            qh = _seq_to_head(q_s, cp, layout)
+            del q_s
+            oh = _seq_to_head(out.index_select(2, q_idx), cp, layout)
+            doh = _seq_to_head(dout.index_select(2, q_idx), cp, layout)
+            dqh, dkh_s, dvh_s = _attend_backward(doh, qh, state["kh"], state["vh"], oh, lse, causal, scale)
+            del qh, oh, doh
+            state["dkh"].add_(dkh_s)
+            state["dvh"].add_(dvh_s)
+            del dkh_s, dvh_s
+            dq_local = _head_to_seq(dqh.contiguous(), cp, layout)
+            del dqh
+            if rotary:
+                dq_local = apply_rotary_backward(dq_local, cos, sin)
+            grad_proj(dq_local, w_q, dw_q, q_idx)
+            del dq_local
+        flush()
+        state.clear()
+        return dx.to(x.dtype), dw_q, dw_k, dw_v, None, None, None
+
+
+def upipe_attention(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    *,
+    num_heads: int,
+    num_kv_heads: int,
+    cp: Any = None,
+    causal: bool = True,
+    scale: float | None = None,
+    layout: str = "contiguous",
+    rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    stage_heads: int | None = None,
+) -> torch.Tensor:
+    """The paper's fused UPipe attention: q/k/v projection and rotary embedding inside the stage loop.
+
+    Args:
+        x: layer input ``(batch, seq_local, hidden)``, sharded along the sequence with ``layout``.
+        w_q: ``(num_heads * head_dim, hidden)`` (``nn.Linear`` weight layout, no bias).
+        w_k: ``(num_kv_heads * head_dim, hidden)``.
+        w_v: same shape as ``w_k``.
+        num_heads: query heads ``H``.
+        num_kv_heads: KV heads ``G`` (divides ``H``).
+        cp: a ``ContextParallelGroup``, ``ProcessGroup`` or ``None``.
+        causal: causal mask over global positions.
+        scale: softmax scale; default ``head_dim ** -0.5``.
+        layout: sequence sharding layout.
+        rotary: ``(cos, sin)`` for this rank's tokens, ``(seq_local, head_dim)`` or ``(batch, seq_local,
+            head_dim)``, in the Llama ``rotate_half`` convention; ``None`` for no rotary embedding. Not
+            differentiated.
+        stage_heads: query heads per stage ``U`` (default: the context-parallel size).
+
+    Returns:
+        The attention output before the output projection, ``(batch, seq_local, H, head_dim)``. When ``G`` is
+        not divisible by ``P`` the KV weights are replicated (their gradients summed), as in the paper's code.
+
+    Example:
+        >>> x = torch.randn(1, 4, 16)
+        >>> w_q, w_kv = torch.randn(16, 16), torch.randn(8, 16)
+        >>> upipe_attention(x, w_q, w_kv, w_kv, num_heads=4, num_kv_heads=2).shape
+        torch.Size([1, 4, 4, 4])
+    """
+    group = as_context_parallel_group(cp)
+    check_layout(layout)
+    for name, t in (("x", x), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if not t.is_floating_point() or t.dtype != x.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype}; x, w_q, w_k, w_v must share one floating dtype")
+    if x.ndim != 3:
+        raise ValueError(f"x must have shape (batch, seq_local, hidden), got {tuple(x.shape)}")
+    for name, val in (("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
+        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+            raise ValueError(f"{name}={val!r} must be a positive integer")
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}")
+    hidden = x.shape[-1]
+    if w_q.ndim != 2 or w_q.shape[1] != hidden or w_q.shape[0] % num_heads:
+        raise ValueError(
+            f"w_q must have shape (num_heads * head_dim, {hidden}) with num_heads={num_heads}, got {tuple(w_q.shape)}"
+        )
+    head_dim = w_q.shape[0] // num_heads
+    for name, w in (("w_k", w_k), ("w_v", w_v)):
+        if tuple(w.shape) != (num_kv_heads * head_dim, hidden):
+            raise ValueError(f"{name} must have shape {(num_kv_heads * head_dim, hidden)}, got {tuple(w.shape)}")
+    if layout == "headtail" and x.shape[1] % 2:
+        raise ValueError(f"seq_local={x.shape[1]} must be even for the 'headtail' layout")
+    cos = sin = None
+    if rotary is not None:
+        if not isinstance(rotary, tuple | list) or len(rotary) != 2:
+            raise TypeError("rotary must be a (cos, sin) pair of tensors or None")
+        cos, sin = (t.to(x.dtype) for t in rotary)
+        allowed = {(x.shape[1], head_dim), (x.shape[0], x.shape[1], head_dim)}
+        if tuple(cos.shape) not in allowed or cos.shape != sin.shape:
+            raise ValueError(
+                f"rotary cos/sin must have shape (seq_local, head_dim) or (batch, seq_local, head_dim) = one of "
+                f"{sorted(allowed)}, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+            )
+        cos, sin = cos.detach(), sin.detach()
+    scale_ = resolve_scale(scale, head_dim)
+    rep, stages = _stage_plan(num_heads, num_kv_heads, stage_heads, group)
+    if rep > 1:
+        w_k = w_k.view(num_kv_heads, head_dim, hidden).repeat_interleave(rep, dim=0).reshape(-1, hidden)
+        w_v = w_v.view(num_kv_heads, head_dim, hidden).repeat_interleave(rep, dim=0).reshape(-1, hidden)
+    meta = (group, causal, scale_, layout, stages, num_heads, head_dim)
+    return _UPipeFused.apply(x.contiguous(), w_q.contiguous(), w_k.contiguous(), w_v.contiguous(), cos, sin, meta)
