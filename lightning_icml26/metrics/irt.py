@@ -88,11 +88,11 @@ class HumanAlignment(Metric):
     triples (either may be empty). ``compute()`` raises ``ValueError`` if the two cover different samples.
 
     Example:
-        >>> m = HumanAlignment(n_samples=30, n_variants=2, n_raters=2, n_categories=5)
+        >>> m = HumanAlignment(n_samples=50, n_variants=3, n_raters=3, n_categories=5)
         >>> g = torch.Generator().manual_seed(0)
-        >>> q = (torch.arange(30) % 5 + 1).repeat(2)
-        >>> s, v = torch.arange(30).repeat(2), torch.arange(2).repeat_interleave(30)
-        >>> judge, human = ((q + torch.randint(-1, 2, (60,), generator=g)).clamp(1, 5) for _ in range(2))
+        >>> q = (torch.arange(50) % 5 + 1).repeat(3)
+        >>> s, v = torch.arange(50).repeat(3), torch.arange(3).repeat_interleave(50)
+        >>> judge, human = ((q + torch.randint(-1, 2, (150,), generator=g)).clamp(1, 5) for _ in range(2))
         >>> m.update(s, v, judge, s, v, human)
         >>> sorted(m.compute())
         ['theta_ratio', 'wasserstein']

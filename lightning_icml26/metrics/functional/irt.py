@@ -236,10 +236,10 @@ def human_alignment(
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
-        >>> q = (torch.arange(30) % 5 + 1).repeat(2)
-        >>> s, v = torch.arange(30).repeat(2), torch.arange(2).repeat_interleave(30)
-        >>> judge, human = ((q + torch.randint(-1, 2, (60,), generator=g)).clamp(1, 5) for _ in range(2))
-        >>> out = human_alignment(s, v, judge, s, v, human, 30, 2, 2, 5)
+        >>> q = (torch.arange(50) % 5 + 1).repeat(3)
+        >>> s, v = torch.arange(50).repeat(3), torch.arange(3).repeat_interleave(50)
+        >>> judge, human = ((q + torch.randint(-1, 2, (150,), generator=g)).clamp(1, 5) for _ in range(2))
+        >>> out = human_alignment(s, v, judge, s, v, human, 50, 3, 3, 5)
         >>> sorted(out)
         ['theta_ratio', 'wasserstein']
     """
