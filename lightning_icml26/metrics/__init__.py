@@ -22,6 +22,7 @@ from lightning_icml26.metrics.fairness import (
     MulticlassEqualOpportunity,
     MulticlassGroupRates,
 )
+from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "EffectiveSampleSize",
     "EnergyW2",
     "ErrorCorrelation",
+    "GRMReliability",
+    "HumanAlignment",
     "MulticlassDemographicParity",
     "MulticlassEqualizedOdds",
     "MulticlassEqualOpportunity",

@@ -4,6 +4,7 @@
 * :func:`run_online` (``r4_pendulum``, ``r4_halfcheetah``): R4's online policy learning with a learned reward,
   with :func:`reward_function` and :func:`fit_reward_model`. They live in :mod:`lightning_icml26.tasks.r4_online`,
   which imports ``gymnasium`` (the optional ``rl`` extra), so they are loaded on first access.
+* :func:`irt_judge_task` (``irt_judge``): IRT-GRM reliability diagnostics of a simulated or SmolLM2 judge.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 from typing import Any
 
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task
+from lightning_icml26.tasks.irt_judge import irt_judge_task
 
 # Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
 _LAZY = {
@@ -20,7 +22,7 @@ _LAZY = {
     "run_online": "r4_online",
 }
 
-__all__ = ["fair_frontier_task", *_LAZY]
+__all__ = ["fair_frontier_task", "irt_judge_task", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -34,9 +34,27 @@ from lightning_icml26.metrics.functional.fairness import (
     multiclass_equalized_odds,
     multiclass_group_rates,
 )
+from lightning_icml26.metrics.functional.irt import (
+    accumulate_counts,
+    fit_grm,
+    grm_reliability,
+    human_alignment,
+    marginal_reliability,
+    modal_category,
+    prompt_consistency,
+    theta_range,
+)
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity
 
 __all__ = [
+    "accumulate_counts",
+    "fit_grm",
+    "grm_reliability",
+    "human_alignment",
+    "marginal_reliability",
+    "modal_category",
+    "prompt_consistency",
+    "theta_range",
     "binary_demographic_parity",
     "binary_equal_opportunity",
     "binary_equalized_odds",
