@@ -48,11 +48,11 @@ def typo_variant(text: str, seed: int = 0, n_words: int = 3) -> str:
 
 
 def newline_variant(text: str, seed: int = 0, n_breaks: int = 3) -> str:
-    """Insert ``n_breaks`` line breaks between randomly chosen words.
+    r"""Insert ``n_breaks`` line breaks between randomly chosen words.
 
     Example:
         >>> newline_variant("a b c d", seed=0, n_breaks=1)
-        'a b\\n c d'
+        'a b\n c d'
     """
     words = text.split(" ")
     rng = random.Random(seed)
@@ -62,7 +62,7 @@ def newline_variant(text: str, seed: int = 0, n_breaks: int = 3) -> str:
 
 
 class JudgeRunner:
-    """Score texts on ``1..K`` with a :class:`~lightning_icml26.llm.LanguageModel` under prompt variants.
+    r"""Score texts on ``1..K`` with a :class:`~lightning_icml26.llm.LanguageModel` under prompt variants.
 
     Args:
         model: the judge.
@@ -82,7 +82,7 @@ class JudgeRunner:
         ...     def count_tokens(self, texts): return [len(t.split()) for t in texts]
         ...     def format_chat(self, messages): return messages[-1]["content"]
         ...     def logprobs(self, prompts, continuations):
-        ...         words = [len(p.split("Text: ")[1].split("\\n")[0].split()) for p in prompts]
+        ...         words = [len(p.split("Text: ")[1].split("\n")[0].split()) for p in prompts]
         ...         return [torch.tensor([-abs(n - int(c)) * 1.0]) for n, c in zip(words, continuations)]
         >>> runner = JudgeRunner(Fake(), "Rate the quality of the text.", n_categories=5)
         >>> runner.score(["one", "one two three"]).tolist()
