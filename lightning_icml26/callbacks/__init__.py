@@ -5,6 +5,7 @@ from __future__ import annotations
 from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann
 from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
 from lightning_icml26.callbacks.georeg import GeoReg
+from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
 from lightning_icml26.callbacks.sparsity import (
@@ -15,8 +16,11 @@ from lightning_icml26.callbacks.sparsity import (
     magnitude_masks,
     threshold_sweep,
 )
+from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
+    "LassoBaseline",
+    "WeightDecaySchedule",
     "BoltzmannEvalCallback",
     "classification_accuracy",
     "FairReductionCallback",

@@ -53,7 +53,8 @@ class SparseRegressionDataModule(SplitsDataModule):
 
     Args:
         num_train: training rows.
-        num_val: validation rows (same ``w*``).
+        num_val: validation rows (same ``w*``), for choosing hyper-parameters.
+        num_test: test rows (same ``w*``), held out from every choice.
         num_features: dimension ``d``.
         num_nonzero: support size ``k``.
         noise: noise standard deviation.
@@ -72,6 +73,7 @@ class SparseRegressionDataModule(SplitsDataModule):
         self,
         num_train: int = 200,
         num_val: int = 200,
+        num_test: int = 200,
         num_features: int = 1000,
         num_nonzero: int = 10,
         noise: float = 0.0,
@@ -79,8 +81,10 @@ class SparseRegressionDataModule(SplitsDataModule):
         seed: int = 0,
     ) -> None:
         super().__init__()
-        if num_train < 1 or num_val < 1:
-            raise ValueError(f"num_train and num_val must be positive, got {num_train}, {num_val}")
+        if num_train < 1 or num_val < 1 or num_test < 1:
+            raise ValueError(
+                f"num_train, num_val and num_test must be positive, got {num_train}, {num_val}, {num_test}"
+            )
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         if not 1 <= num_nonzero <= num_features:
@@ -90,12 +94,14 @@ class SparseRegressionDataModule(SplitsDataModule):
         self.w_star = torch.zeros(num_features)
 
     def setup(self, stage: str | None = None) -> None:
-        """Generate the data (train and validation rows share ``w*``)."""
+        """Generate the data: train, validation and test rows share ``w*`` and never overlap."""
         if self._splits:
             return
         hp: Any = self.hparams
-        X, y, w = make_sparse_regression(hp.num_train + hp.num_val, hp.num_features, hp.num_nonzero, hp.noise, hp.seed)
+        total = hp.num_train + hp.num_val + hp.num_test
+        X, y, w = make_sparse_regression(total, hp.num_features, hp.num_nonzero, hp.noise, hp.seed)
         self.w_star = w
+        val_end = hp.num_train + hp.num_val
         self._splits["train"] = TensorDataset(X[: hp.num_train], y[: hp.num_train])
-        self._splits["val"] = TensorDataset(X[hp.num_train :], y[hp.num_train :])
-        self._splits["test"] = self._splits["val"]
+        self._splits["val"] = TensorDataset(X[hp.num_train : val_end], y[hp.num_train : val_end])
+        self._splits["test"] = TensorDataset(X[val_end:], y[val_end:])

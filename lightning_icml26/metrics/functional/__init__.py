@@ -44,7 +44,7 @@ from lightning_icml26.metrics.functional.irt import (
     prompt_consistency,
     theta_range,
 )
-from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity
+from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
 
 __all__ = [
     "accumulate_counts",
@@ -78,6 +78,7 @@ __all__ = [
     "rollout_consistency",
     "select_weights",
     "sparsity",
+    "support_f1",
     "tica_w2",
     "token_accuracy_by_horizon",
     "torus_w2",

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import nn
 
-__all__ = ["compression_ratio", "select_weights", "sparsity"]
+__all__ = ["compression_ratio", "select_weights", "sparsity", "support_f1"]
 
 WeightsLike = torch.Tensor | nn.Module | Iterable[torch.Tensor]
 
@@ -132,3 +132,17 @@ def compression_ratio(
         tensor(4., dtype=torch.float64)
     """
     return _compression_ratio_compute(*_sparsity_update(weights, threshold, include))
+
+
+def support_f1(w: torch.Tensor, w_star: torch.Tensor, threshold: float = 0.0) -> float:
+    """F1 score of the estimated support ``|w| > threshold`` against the true support ``w* != 0``.
+
+    Example:
+        >>> support_f1(torch.tensor([1.0, 0.0, 0.5]), torch.tensor([2.0, 0.0, 0.0]))
+        0.666...
+    """
+    est = w.abs() > threshold
+    true = w_star != 0
+    tp = float((est & true).sum())
+    denom = float(est.sum() + true.sum())
+    return 0.0 if denom == 0 else 2 * tp / denom
