@@ -26,6 +26,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ __all__ = ["EXIT_WATCHDOG_SECONDS", "Launch", "end_process_group", "launch", "re
 #: Seconds a process may spend after training before it is considered hung at exit; it then prints every
 #: thread's stack (``faulthandler``) and exits non-zero instead of hanging silently.
 EXIT_WATCHDOG_SECONDS = 120.0
+# ICML26_DEBUG=1 (or ``icml26 --traceback``) prints the full traceback of a failed run before its error line.
+DEBUG_ENV = "ICML26_DEBUG"
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT, the shell's convention).
 EXIT_INTERRUPTED = 130
@@ -98,6 +101,18 @@ class Launch:
     program: str = "icml26"
     summaries: list[dict[str, Any]] = field(default_factory=list)
     failures: list[BaseException] = field(default_factory=list)
+
+
+def debug_requested() -> bool:
+    """Whether ``ICML26_DEBUG`` asks for full tracebacks (set and not ``0``).
+
+    Example:
+        >>> import os
+        >>> os.environ.pop("ICML26_DEBUG", None) and None
+        >>> debug_requested()
+        False
+    """
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
 
 def _quote(value: str | Path) -> str:
@@ -227,9 +242,12 @@ def launch(spec: Launch) -> int:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
     for failure in spec.failures:
-        if not isinstance(failure, _recipes.RecipeError):
-            raise failure
-        print(f"error: {failure}", file=sys.stderr)
+        if isinstance(failure, _recipes.RecipeError):
+            print(f"error: {failure}", file=sys.stderr)
+            continue
+        if debug_requested():
+            traceback.print_exception(failure)
+        print(f"error: {_recipes.describe_root_cause(failure)}", file=sys.stderr)
     if spec.failures:
         return 2 if spec.dry_run else 1
     if any(summary["status"] == "interrupted" for summary in spec.summaries):

@@ -109,6 +109,36 @@ def one_line(error: BaseException) -> str:
     return ": ".join(parts) or type(error).__name__
 
 
+def root_cause(error: BaseException) -> BaseException:
+    """The innermost exception of ``error``'s ``__cause__`` chain (Hydra wraps the real error in its own).
+
+    Example:
+        >>> try:
+        ...     raise RuntimeError("wrapper") from ValueError("lr must be positive")
+        ... except RuntimeError as caught:
+        ...     root_cause(caught)
+        ValueError('lr must be positive')
+    """
+    current = error
+    while current.__cause__ is not None:
+        current = current.__cause__
+    return current
+
+
+def describe_root_cause(error: BaseException) -> str:
+    r"""``"<Type>: <message>"`` of the innermost cause, on one line (what a user needs to fix the input).
+
+    Example:
+        >>> try:
+        ...     raise RuntimeError("Error in call to target 'X'") from ValueError("lr must be\n positive")
+        ... except RuntimeError as caught:
+        ...     describe_root_cause(caught)
+        'ValueError: lr must be; positive'
+    """
+    cause = root_cause(error)
+    return f"{type(cause).__name__}: {one_line(cause)}"
+
+
 def check_recipe(recipe: str) -> None:
     """Raise :class:`RecipeError` naming the choices when ``recipe`` is not a shipped recipe.
 
@@ -183,11 +213,8 @@ def _instantiate(node: Any, where: str) -> Any:
     try:
         obj = instantiate(node, _convert_="partial")
     except Exception as error:
-        cause: BaseException = error
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
         target = node.get("_target_", "?") if isinstance(node, DictConfig) else "?"
-        raise RecipeError(f"cannot build '{where}' ({target}): {type(cause).__name__}: {one_line(cause)}") from None
+        raise RecipeError(f"cannot build '{where}' ({target}): {describe_root_cause(error)}") from None
     if isinstance(obj, functools.partial):
         _check_partial(obj, where)
     return obj
@@ -247,7 +274,7 @@ def build(cfg: DictConfig) -> BuiltRecipe:
     try:
         trainer = instantiate(trainer_node, callbacks=callbacks, logger=loggers or False, _convert_="partial")
     except Exception as error:
-        raise RecipeError(f"cannot build 'trainer': {type(error).__name__}: {one_line(error)}") from None
+        raise RecipeError(f"cannot build 'trainer': {describe_root_cause(error)}") from None
     return BuiltRecipe(cfg, None, datamodule, model, callbacks, loggers, trainer)
 
 

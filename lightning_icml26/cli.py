@@ -25,6 +25,7 @@ sub-module loading (see :mod:`lightning_icml26`).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     for command in (run, resume):
         command.add_argument("overrides", nargs="*", help="Hydra overrides such as trainer.max_epochs=3")
         command.add_argument("--dry-run", action="store_true", help="build every object, print the config, do not run")
+        command.add_argument(
+            "--traceback", action="store_true", help="print the full traceback of a failure (same as ICML26_DEBUG=1)"
+        )
     return parser
 
 
@@ -83,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "list":
         _print_list()
         return 0
+    if args.traceback:
+        os.environ["ICML26_DEBUG"] = "1"
     return lightning_icml26._launch.run_command(
         args.command,
         args.target,

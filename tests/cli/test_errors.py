@@ -1,0 +1,71 @@
+"""A user's mistakes end with one ``error:`` line that keeps the root cause (issue: a user's first hour)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _icml26(tmp_path: Path, *args: str, debug: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("ICML26_DEBUG", None)
+    if debug:
+        env["ICML26_DEBUG"] = "1"
+    command = [sys.executable, "-m", "lightning_icml26.cli", "run", *args, f"run_dir={tmp_path / 'run'}"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+
+
+def _error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    # Lightning's own info lines ("GPU available: ...") may come first; the error line is the last word.
+    assert proc.stderr.strip().splitlines()[-1] == errors[0]
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "root_cause"),
+    [
+        (["trainer.max_epochs=-5"], "MisconfigurationException: `max_epochs` must be a non-negative integer or -1"),
+        (["trainer.accelerator=gpu"], "MisconfigurationException: No supported gpu backend found"),
+    ],
+)
+def test_building_the_trainer_keeps_the_reason(tmp_path: Path, overrides: list[str], root_cause: str) -> None:
+    proc = _icml26(tmp_path, "quickstart", *overrides, "--dry-run")
+    assert proc.returncode == 2
+    line = _error_line(proc)
+    assert line.startswith("error: cannot build 'trainer': ")
+    assert root_cause in line
+    assert "InstantiationException" not in line
+
+
+def test_building_the_strategy_keeps_the_reason(tmp_path: Path) -> None:
+    proc = _icml26(tmp_path, "upipe_llama", "strategy.attention=foo", "--dry-run")
+    assert proc.returncode == 2
+    line = _error_line(proc)
+    assert "ValueError: attention='foo' is not supported; choose one of" in line
+
+
+def test_run_time_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    args = ("quickstart", "ckpt_path=/nonexistent.ckpt", "data.num_train=64", "data.num_val=32", "data.num_test=32")
+    proc = _icml26(tmp_path, *args)
+    assert proc.returncode == 1
+    assert _error_line(proc) == "error: FileNotFoundError: Checkpoint file not found: /nonexistent.ckpt"
+    debug = _icml26(tmp_path, *args, debug=True)
+    assert debug.returncode == 1
+    assert "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1].startswith("error: FileNotFoundError")
+
+
+def test_missing_forecast_file_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.csv"
+    proc = _icml26(tmp_path, "complementarity_forecasts", "data.source=file", f"+data.source_kwargs.path={missing}")
+    assert proc.returncode == 1
+    assert _error_line(proc) == f"error: FileNotFoundError: no forecast file at {missing}"
