@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann
 from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
+from lightning_icml26.callbacks.finite_loss import FailOnNonFiniteLoss, NonFiniteLossError
 from lightning_icml26.callbacks.georeg import GeoReg
 from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
@@ -19,6 +20,8 @@ from lightning_icml26.callbacks.sparsity import (
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
+    "FailOnNonFiniteLoss",
+    "NonFiniteLossError",
     "LassoBaseline",
     "WeightDecaySchedule",
     "BoltzmannEvalCallback",

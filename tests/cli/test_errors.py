@@ -69,3 +69,11 @@ def test_missing_forecast_file_is_one_line(tmp_path: Path) -> None:
     proc = _icml26(tmp_path, "complementarity_forecasts", "data.source=file", f"+data.source_kwargs.path={missing}")
     assert proc.returncode == 1
     assert _error_line(proc) == f"error: FileNotFoundError: no forecast file at {missing}"
+
+
+def test_diverged_run_fails_naming_the_step(tmp_path: Path) -> None:
+    proc = _icml26(tmp_path, "quickstart", "model.optimizer.lr=1e8", "trainer.max_epochs=3", "data.num_train=640")
+    assert proc.returncode == 1
+    line = _error_line(proc)
+    assert line.startswith("error: NonFiniteLossError: training loss is ")
+    assert "at epoch 0, batch " in line

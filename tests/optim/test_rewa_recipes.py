@@ -19,7 +19,6 @@ _QUIET = ["trainer.enable_progress_bar=false"]
 def test_rewa_linear_recipe_runs(tmp_path: Path) -> None:
     overrides = [
         "trainer.max_epochs=3",
-        "trainer.check_val_every_n_epoch=1",
         "data.num_train=50",
         "data.num_val=20",
         "data.num_features=40",
