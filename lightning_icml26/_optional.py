@@ -63,7 +63,7 @@ def require(module: str, extra: str, purpose: str | None = None) -> ModuleType:
         raise ImportError(
             f"the optional dependency '{module}' is needed{need} but is not installed; "
             f"install it with: pip install 'lightning-icml26[{extra}]' ({error})"
-        ) from error
+        ) from None  # the message carries the original; a chain would let "root cause" reports drop the hint
 
 
 def require_pyplot() -> ModuleType:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+
+from lightning_icml26 import _recipes
+from lightning_icml26.data import rl as data_rl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,3 +82,35 @@ def test_diverged_run_fails_naming_the_step(tmp_path: Path) -> None:
     line = _error_line(proc)
     assert line.startswith("error: NonFiniteLossError: training loss is ")
     assert "at epoch 0, batch " in line
+
+
+def test_missing_optional_package_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`arbg_dw4` without transformers: the error keeps the install hint (not only 'No module named ...')."""
+    real_import = importlib.import_module
+
+    def without_transformers(name: str, package: str | None = None) -> ModuleType:
+        if name == "transformers" or name.startswith("transformers."):
+            raise ModuleNotFoundError("No module named 'transformers'", name="transformers")
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", without_transformers)
+    cfg = _recipes.compose("arbg_dw4", [], run_dir=tmp_path)
+    with pytest.raises(_recipes.RecipeError) as caught:
+        _recipes.build(cfg)
+    message = str(caught.value)
+    assert message.startswith("cannot build 'model'")
+    assert "ImportError: the optional dependency 'transformers' is needed" in message
+    assert "pip install 'lightning-icml26[hf]'" in message
+
+
+def test_missing_gymnasium_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = importlib.import_module
+
+    def without_gymnasium(name: str, package: str | None = None) -> ModuleType:
+        if name == "gymnasium":
+            raise ModuleNotFoundError("No module named 'gymnasium'", name="gymnasium")
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", without_gymnasium)
+    with pytest.raises(ImportError, match=r"pip install 'lightning-icml26\[rl\]'"):
+        _ = data_rl.RewardReplacementWrapper

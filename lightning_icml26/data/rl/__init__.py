@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from lightning_icml26._optional import require
 from lightning_icml26.data.rl.ratings import (
     LOSSES,
     RatingDataModule,
@@ -40,6 +41,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        require("gymnasium", extra="rl", purpose=name)  # the install hint instead of a bare ModuleNotFoundError
         module = importlib.import_module(f"lightning_icml26.data.rl.{_LAZY[name]}")
         return getattr(module, name)
     raise AttributeError(f"module 'lightning_icml26.data.rl' has no attribute {name!r}")
