@@ -202,3 +202,18 @@ def test_two_rank_ddp_equals_one_process(compas):
     for gap, conf in results:
         assert gap.item() == pytest.approx(single.compute().item(), abs=1e-12)
         torch.testing.assert_close(conf, rates.compute()["confusion_rate"], equal_nan=True)
+
+
+def test_nan_or_out_of_range_probabilities_are_an_error() -> None:
+    """Issue: a NaN row used to move the gap silently from 0.0 to 1.0."""
+    metric = MulticlassDemographicParity(num_classes=3, num_groups=2)
+    with pytest.raises(ValueError, match="preds must be finite"):
+        metric.update(torch.tensor([[0.2, 0.3, 0.5], [float("nan"), 0.4, 0.5]]), None, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="preds must be finite"):
+        metric.update(torch.tensor([[0.2, 0.3, 0.5], [float("inf"), 0.4, 0.5]]), None, torch.tensor([0, 1]))
+    binary = BinaryDemographicParity(num_groups=2)
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
+        binary.update(torch.tensor([0.2, 1.5]), None, torch.tensor([0, 1]))
+    # The rows that are valid still give the same gap as before.
+    metric.update(torch.tensor([[0.2, 0.3, 0.5], [0.1, 0.4, 0.5]]), None, torch.tensor([0, 1]))
+    assert float(metric.compute()) == 0.0

@@ -60,7 +60,15 @@ def _group_fairness_format(
     if not isinstance(groups, Tensor):
         raise TypeError(f"groups must be a torch.Tensor, got {type(groups).__name__}")
     if preds.is_floating_point():
+        if validate_args and preds.numel() and not bool(torch.isfinite(preds).all()):
+            bad = int((~torch.isfinite(preds)).sum())
+            raise ValueError(f"preds must be finite scores or probabilities, got {bad} NaN or infinite value(s)")
         if threshold is not None and preds.ndim == 1:
+            if validate_args and preds.numel() and (float(preds.min()) < 0.0 or float(preds.max()) > 1.0):
+                raise ValueError(
+                    f"(N,) floating-point preds must be probabilities in [0, 1], got values in "
+                    f"[{float(preds.min()):.6g}, {float(preds.max()):.6g}]"
+                )
             preds = (preds >= threshold).long()
         elif preds.ndim == 2 and preds.shape[1] == num_classes:
             preds = preds.argmax(dim=1)
