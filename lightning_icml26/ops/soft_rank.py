@@ -11,11 +11,12 @@ Both operators are Euclidean projections onto a permutahedron, computed through 
   ``scipy.stats.rankdata``; the convention R4 uses).
 * soft sort: ``s_eps(theta) = P(rho / eps, theta)``, the values of ``theta`` sorted, smoothed.
 
-The isotonic regression is solved exactly. Instead of the sequential pool-adjacent-violators loop (which does
-not vectorise over a batch), the solution is computed with the classical min-max formula for the isotonic
-regression (Barlow et al. 1972; Robertson, Wright and Dykstra 1988, Thm. 1.4.4),
-``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a decreasing fit, which gives the same unique solution
-as PAV and runs as a handful of batched tensor operations in ``O(n^2)`` time and memory per row. The blocks of
+The isotonic regression is solved exactly, by one of two algorithms that give the same unique solution. Rows
+longer than ``PAV_MIN_LENGTH`` use the pool-adjacent-violators algorithm (scipy's compiled
+``scipy.optimize.isotonic_regression``, ``O(n)`` per row after the ``O(n log n)`` sort, one call per row).
+Shorter rows use the classical min-max formula (Barlow et al. 1972; Robertson, Wright and Dykstra 1988,
+Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a decreasing fit, a handful of batched tensor
+operations in ``O(n^2)`` time and memory per row that beat a per-row loop on large batches of short rows. The blocks of
 the solution (maximal runs of equal values, the pools PAV would form) are then read off, and the returned
 values are recomputed as block means of the input. Differentiating those block means with the blocks held
 fixed gives the exact Jacobian of the isotonic regression (Blondel et al. 2020, Lemma 1: a block-diagonal
@@ -27,11 +28,15 @@ an element of the generalised Jacobian.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from scipy.optimize import isotonic_regression
 
 __all__ = ["isotonic_regression_decreasing", "soft_rank", "soft_sort"]
 
 _DIRECTIONS = ("ascending", "descending")
+# Rows longer than this use pool-adjacent-violators (O(n)); shorter ones the batched O(n^2) min-max formula.
+PAV_MIN_LENGTH = 128
 
 
 def _check(values: torch.Tensor, regularization_strength: float, direction: str) -> None:
@@ -49,6 +54,23 @@ def _check(values: torch.Tensor, regularization_strength: float, direction: str)
 
 def _pool_ids(y: torch.Tensor) -> torch.Tensor:
     """Pool (block) index of every position of the decreasing isotonic regression of ``y`` (shape (B, n))."""
+    if y.shape[-1] > PAV_MIN_LENGTH:
+        return _pool_ids_pav(y)
+    return _pool_ids_min_max(y)
+
+
+def _pool_ids_pav(y: torch.Tensor) -> torch.Tensor:
+    """:func:`_pool_ids` by pool-adjacent-violators (scipy), one row at a time: ``O(n)`` per row."""
+    rows = y.detach().to(torch.float64).cpu().numpy()
+    ids = np.empty(rows.shape, dtype=np.int64)
+    for b, row in enumerate(rows):
+        starts = isotonic_regression(row, increasing=False).blocks
+        ids[b] = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    return torch.from_numpy(ids).to(y.device)
+
+
+def _pool_ids_min_max(y: torch.Tensor) -> torch.Tensor:
+    """:func:`_pool_ids` by the batched min-max formula: ``O(n^2)`` time and memory per row."""
     n = y.shape[-1]
     with torch.no_grad():
         yd = y.detach().to(torch.float64)

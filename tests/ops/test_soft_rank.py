@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 
 import numpy as np
@@ -11,6 +12,9 @@ from scipy.optimize import isotonic_regression
 from scipy.stats import rankdata
 
 from lightning_icml26.ops import isotonic_regression_decreasing, soft_rank, soft_sort
+
+# The module (the package re-exports the function under the same name).
+soft_rank_module = importlib.import_module("lightning_icml26.ops.soft_rank")
 
 
 def _distinct(shape: tuple[int, ...], seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -121,3 +125,33 @@ def test_errors() -> None:
         soft_rank(torch.arange(3))
     with pytest.raises(ValueError, match="at least one dimension"):
         soft_rank(torch.tensor(1.0))
+
+
+@pytest.mark.parametrize("n", [129, 600])
+def test_pav_path_equals_min_max_path_values_and_gradients(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long rows use pool-adjacent-violators (O(n)); it must give the O(n^2) formula's values and gradients."""
+    torch.manual_seed(n)
+    values = torch.randn(3, n, dtype=torch.float64)
+    values[1] = torch.round(values[1] * 2)  # ties: pools of equal means
+    upstream = torch.randn(3, n, dtype=torch.float64)
+
+    def ranks_and_grad(threshold: int) -> tuple[torch.Tensor, torch.Tensor]:
+        monkeypatch.setattr(soft_rank_module, "PAV_MIN_LENGTH", threshold)
+        x = values.clone().requires_grad_(True)
+        out = soft_rank(x, regularization_strength=0.3)
+        (out * upstream).sum().backward()
+        assert x.grad is not None
+        return out.detach(), x.grad
+
+    pav = ranks_and_grad(0)
+    min_max = ranks_and_grad(10**9)
+    torch.testing.assert_close(pav[0], min_max[0], rtol=0, atol=1e-9)
+    torch.testing.assert_close(pav[1], min_max[1], rtol=0, atol=1e-9)
+
+
+def test_pav_path_gradcheck_and_large_n() -> None:
+    x = torch.randn(2, 150, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: soft_rank(v, regularization_strength=0.7), (x,))
+    big = _distinct((4000,), seed=5)  # gaps of at least 0.1
+    ranks = soft_rank(big, regularization_strength=0.01)  # eps far below the gaps: the hard ranks
+    torch.testing.assert_close(ranks, torch.argsort(torch.argsort(big)).double() + 1)

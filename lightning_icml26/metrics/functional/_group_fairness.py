@@ -45,6 +45,35 @@ def _check_range(name: str, values: Tensor, upper: int) -> None:
         raise ValueError(f"{name} must hold integers in [0, {upper}), got values in [{low}, {high}]")
 
 
+def _check_float_preds(preds: Tensor, threshold: float | None) -> None:
+    """Floating ``preds`` must be finite; ``(N,)`` probabilities (with a threshold) must lie in ``[0, 1]``."""
+    if preds.numel() == 0:
+        return
+    if not bool(torch.isfinite(preds).all()):
+        bad = int((~torch.isfinite(preds)).sum())
+        raise ValueError(f"preds must be finite scores or probabilities, got {bad} NaN or infinite value(s)")
+    if threshold is not None and preds.ndim == 1 and (float(preds.min()) < 0.0 or float(preds.max()) > 1.0):
+        raise ValueError(
+            f"(N,) floating-point preds must be probabilities in [0, 1], got values in "
+            f"[{float(preds.min()):.6g}, {float(preds.max()):.6g}]"
+        )
+
+
+def _float_preds_to_ids(preds: Tensor, num_classes: int, threshold: float | None, validate_args: bool) -> Tensor:
+    """Class ids from ``(N, C)`` scores (argmax) or ``(N,)`` positive-class probabilities (``>= threshold``)."""
+    if validate_args:
+        _check_float_preds(preds, threshold)
+    if threshold is not None and preds.ndim == 1:
+        return (preds >= threshold).long()
+    if preds.ndim == 2 and preds.shape[1] == num_classes:
+        return preds.argmax(dim=1)
+    raise ValueError(
+        f"floating-point preds must have shape (N, num_classes={num_classes})"
+        + (" or (N,) probabilities of the positive class" if threshold is not None else "")
+        + f", got {tuple(preds.shape)}"
+    )
+
+
 def _group_fairness_format(
     preds: Tensor,
     target: Tensor | None,
@@ -60,24 +89,7 @@ def _group_fairness_format(
     if not isinstance(groups, Tensor):
         raise TypeError(f"groups must be a torch.Tensor, got {type(groups).__name__}")
     if preds.is_floating_point():
-        if validate_args and preds.numel() and not bool(torch.isfinite(preds).all()):
-            bad = int((~torch.isfinite(preds)).sum())
-            raise ValueError(f"preds must be finite scores or probabilities, got {bad} NaN or infinite value(s)")
-        if threshold is not None and preds.ndim == 1:
-            if validate_args and preds.numel() and (float(preds.min()) < 0.0 or float(preds.max()) > 1.0):
-                raise ValueError(
-                    f"(N,) floating-point preds must be probabilities in [0, 1], got values in "
-                    f"[{float(preds.min()):.6g}, {float(preds.max()):.6g}]"
-                )
-            preds = (preds >= threshold).long()
-        elif preds.ndim == 2 and preds.shape[1] == num_classes:
-            preds = preds.argmax(dim=1)
-        else:
-            raise ValueError(
-                f"floating-point preds must have shape (N, num_classes={num_classes})"
-                + (" or (N,) probabilities of the positive class" if threshold is not None else "")
-                + f", got {tuple(preds.shape)}"
-            )
+        preds = _float_preds_to_ids(preds, num_classes, threshold, validate_args)
     preds = preds.reshape(-1).long()
     groups = groups.reshape(-1)
     if groups.is_floating_point():
