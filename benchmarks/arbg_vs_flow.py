@@ -139,14 +139,14 @@ def evaluate(model: Model, system: BoltzmannSystem, reference: Tensor, n: int, s
     assert res.resampled is not None
     assert res.resampled_energies is not None
     ref_e = rw.energies(reference)
-    out = {"ess": res.ess, "e_w2": float(energy_w2(ref_e, res.resampled_energies))}
+    out = {"ess": res.ess, "e_w2": float(energy_w2(res.resampled_energies, ref_e))}
     # without reweighting: how close the raw proposal is (not part of the target, reported for diagnosis)
     raw_e = rw.energies(x)
     finite = torch.isfinite(raw_e)
-    out["e_w2_raw"] = float(energy_w2(ref_e, raw_e[finite])) if bool(finite.any()) else float("nan")
+    out["e_w2_raw"] = float(energy_w2(raw_e[finite], ref_e)) if bool(finite.any()) else float("nan")
     ref_t, res_t = system.torus(reference), system.torus(res.resampled)
     if ref_t is not None and res_t is not None:
-        out["t_w2"] = float(torus_w2(ref_t, res_t))
+        out["t_w2"] = float(torus_w2(res_t, ref_t))
     return out
 
 

@@ -43,6 +43,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from lightning_icml26 import _recipes
 from lightning_icml26._catalog import CONFIG_MODULE, global_rank, resolve_run_dir
+from lightning_icml26._dry_run import rehearse
 
 __all__ = ["EXIT_WATCHDOG_SECONDS", "Launch", "end_process_group", "launch", "resume_overrides", "run_command"]
 
@@ -175,9 +176,11 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
     try:
         cfg = _recipes.finalize(cfg)
         if spec.dry_run:
-            _recipes.build(cfg)
+            steps = rehearse(_recipes.build(cfg))
             print(OmegaConf.to_yaml(cfg), end="")
-            print(f"# dry run of '{spec.recipe}': every object was built; nothing was trained")
+            for step in steps:
+                print(f"# {step}")
+            print(f"# dry run of '{spec.recipe}': every object was built and rehearsed; nothing was trained")
             return
         if global_rank() == 0:
             print(f"== {spec.recipe}: run directory {cfg.run_dir}", flush=True)

@@ -157,16 +157,16 @@ class BoltzmannEvalCallback(Callback):
         cap = self.max_ot_samples
         figs = {
             "ess": res.ess,
-            "energy_w2": float(energy_w2(ref_e, res.resampled_energies)),
-            "energy_w2_raw": float(energy_w2(ref_e, res.energies[finite])) if bool(finite.any()) else float("inf"),
+            "energy_w2": float(energy_w2(res.resampled_energies, ref_e)),
+            "energy_w2_raw": float(energy_w2(res.energies[finite], ref_e)) if bool(finite.any()) else float("inf"),
             "fraction_nonfinite": float((~finite).double().mean()),
         }
         arrays: dict[str, Any] = {"ref_e": ref_e, "gen_e": res.energies[finite], "rw_e": res.resampled_energies}
         if system.dihedrals:
             ref_t, gen_t = system.torus(reference), system.torus(res.resampled)
-            figs["torus_w2"] = float(torus_w2(ref_t[:cap], gen_t[:cap]))
+            figs["torus_w2"] = float(torus_w2(gen_t[:cap], ref_t[:cap]))
             figs["tica_w2"] = float(
-                tica_w2(system.tica_features(reference)[:cap], system.tica_features(res.resampled)[:cap], lagtime=1)
+                tica_w2(system.tica_features(res.resampled)[:cap], system.tica_features(reference)[:cap], lagtime=1)
             )
             arrays.update(ref_t=ref_t, gen_t=system.torus(res.samples))
         return figs, arrays

@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 
+from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
 
 __all__ = ["EffectiveSampleSize", "EnergyW2", "TICAW2", "TorusW2"]
@@ -24,7 +24,7 @@ def _logsumexp_reduce(t: Tensor) -> Tensor:
     return torch.logsumexp(t, dim=0)
 
 
-class EffectiveSampleSize(Metric):
+class EffectiveSampleSize(PlottableMetric):
     """Kish effective sample size of importance weights, accumulated over batches and ranks.
 
     States: ``LSE(log w)``, ``LSE(2 log w)`` and the sample count; ``compute`` returns ``ESS / N`` (or the ESS
@@ -76,7 +76,7 @@ class EffectiveSampleSize(Metric):
         return ess / self.count if self.normalize else ess
 
 
-class _PairedOT(Metric):
+class _PairedOT(PlottableMetric):
     generated: list[Tensor]
     reference: list[Tensor]
     is_differentiable = False
@@ -137,7 +137,7 @@ class EnergyW2(_PairedOT):
     def compute(self) -> Tensor:
         """The E-W2 value."""
         gen, ref = self._gathered()
-        return energy_w2(ref, gen, clip=self.clip)
+        return energy_w2(gen, ref, clip=self.clip)
 
 
 class TorusW2(_PairedOT):
@@ -153,7 +153,7 @@ class TorusW2(_PairedOT):
     def compute(self) -> Tensor:
         """The T-W2 value."""
         gen, ref = self._gathered()
-        return torus_w2(ref, gen)
+        return torus_w2(gen, ref)
 
 
 class TICAW2(_PairedOT):
@@ -183,4 +183,4 @@ class TICAW2(_PairedOT):
     def compute(self) -> Tensor:
         """The TICA-W2 value."""
         gen, ref = self._gathered()
-        return tica_w2(ref, gen, self.lagtime, self.n_components)
+        return tica_w2(gen, ref, self.lagtime, self.n_components)

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
 from lightning_icml26.algorithms.complementarity import check_interval, check_pool_weight
+from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26.metrics.functional._forecast_format import _check_num_classes, _format_pair
 from lightning_icml26.metrics.functional.complementarity import (
     _AVERAGES,
@@ -42,7 +42,7 @@ from lightning_icml26.metrics.functional.complementarity import (
 __all__ = ["ComplementarityGain", "ErrorCorrelation", "RobustPoolingWeight"]
 
 
-class ErrorCorrelation(Metric):
+class ErrorCorrelation(PlottableMetric):
     """Streaming correlation of human and AI forecast errors, ``corr(p_H - y, p_A - y)``.
 
     ``update(p_human, p_ai, target)`` takes ``(N,)`` forecasts with ``(N,)`` outcomes, or ``(N, K)`` class
@@ -113,7 +113,7 @@ class ErrorCorrelation(Metric):
         )
 
 
-class ComplementarityGain(Metric):
+class ComplementarityGain(PlottableMetric):
     """Team loss against the best single member: ``gain = min(L_H, L_A) - L_team`` (higher is better).
 
     The team forecast is the linear pool with ``weight`` on the AI, or the ``p_team`` passed to ``update``.
@@ -184,7 +184,7 @@ class ComplementarityGain(Metric):
         return _gain_compute(self.n, self.loss_human, self.loss_ai, self.loss_team)
 
 
-class RobustPoolingWeight(Metric):
+class RobustPoolingWeight(PlottableMetric):
     """Robust pooling weight ``w*`` and its guaranteed gain over an uncertainty set of AI error levels.
 
     From running second moments of the errors it estimates the human's error scale ``sigma_human`` (RMSE,

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torchmetrics import Metric
 
+from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26.metrics.functional.consistency import (
     _consistency_arg_validation,
     _consistency_tensor_validation,
@@ -23,7 +23,7 @@ def _check_horizon(max_horizon: int) -> None:
         raise ValueError(f"max_horizon must be a positive integer, got {max_horizon!r}")
 
 
-class TokenAccuracyByHorizon(Metric):
+class TokenAccuracyByHorizon(PlottableMetric):
     """Fraction of cells equal to the truth at every rollout horizon ``1..max_horizon``.
 
     ``update(preds, target)`` takes ``(B, T, *cells)`` token tensors with ``T <= max_horizon`` (``preds[:, h]``
@@ -70,7 +70,7 @@ class TokenAccuracyByHorizon(Metric):
         return (self.correct.double() / self.cells.double()).float()
 
 
-class RolloutConsistency(Metric):
+class RolloutConsistency(PlottableMetric):
     """Object duplication / disappearance / transmutation rates and token accuracy by horizon.
 
     See :mod:`lightning_icml26.metrics.functional.consistency` for the definitions (per-kind object counts of

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
+from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26.metrics.functional._group_fairness import (
     Mode,
     Reduction,
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-class _GroupCounts(Metric):
+class _GroupCounts(PlottableMetric):
     """Shared state and update: ``selection`` ``(G, K)`` and ``confusion`` ``(G, K, K)`` counts."""
 
     is_differentiable = False

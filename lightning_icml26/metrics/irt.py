@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
 
+from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26.metrics.functional.irt import (
     _alignment_from_counts,
     _reliability_from_counts,
@@ -29,7 +29,7 @@ def _positive(name: str, value: int, minimum: int = 1) -> int:
     return value
 
 
-class GRMReliability(Metric):
+class GRMReliability(PlottableMetric):
     """Prompt consistency ``C_V`` and marginal reliability ``rho`` of a judge from ``(sample, variant, score)``.
 
     Args:
@@ -74,7 +74,7 @@ class GRMReliability(Metric):
         return _reliability_from_counts(self.counts)
 
 
-class HumanAlignment(Metric):
+class HumanAlignment(PlottableMetric):
     """``theta_ratio`` and Wasserstein distance ``D_W`` between a judge's and human raters' GRM abilities.
 
     Args:

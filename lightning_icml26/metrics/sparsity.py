@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torchmetrics import Metric
 
+from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26.metrics.functional.sparsity import (
     WeightsLike,
     _compression_ratio_compute,
@@ -24,7 +24,7 @@ from lightning_icml26.metrics.functional.sparsity import (
 __all__ = ["CompressionRatio", "Sparsity"]
 
 
-class _CountMetric(Metric):
+class _CountMetric(PlottableMetric):
     is_differentiable = False
     full_state_update = False
     nonzero: torch.Tensor

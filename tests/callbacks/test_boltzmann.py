@@ -49,7 +49,7 @@ def test_callback_logs_metrics_and_writes_png(tmp_path):
     assert cb.evaluations == 2
     # the logged E-W2 is an independent recomputation's equal on the same samples (deterministic seed)
     figs, arrays = cb.evaluate(model, dm.system, dm.reference("val"))
-    assert figs["energy_w2"] == pytest.approx(float(energy_w2(arrays["ref_e"], arrays["rw_e"])))
+    assert figs["energy_w2"] == pytest.approx(float(energy_w2(arrays["rw_e"], arrays["ref_e"])))
     other = BoltzmannEvalCallback()
     other.load_state_dict(cb.state_dict())
     assert other.evaluations == cb.evaluations

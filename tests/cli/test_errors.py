@@ -114,3 +114,23 @@ def test_missing_gymnasium_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(importlib, "import_module", without_gymnasium)
     with pytest.raises(ImportError, match=r"pip install 'lightning-icml26\[rl\]'"):
         _ = data_rl.RewardReplacementWrapper
+
+
+def test_dry_run_rehearses_optimizers_and_data(tmp_path: Path) -> None:
+    """The dry run builds what the real run builds first: a bad optimizer fails there, not after it."""
+    ok = _icml26(tmp_path, "quickstart", "--dry-run")
+    assert ok.returncode == 0, ok.stderr
+    assert "# model: ClassifierModule, configure_optimizers -> optimizers [AdamW]" in ok.stdout
+    assert "# data: train_dataloader -> first batch ((64, 2) float32, (64,) int64)" in ok.stdout
+    bad_optimizer = [
+        "model.optimizer._target_=lightning_icml26.optim.L1SGD",
+        "~model.optimizer.K",
+        "~model.optimizer.M",
+        "~model.optimizer.weight_decay",
+        "+model.optimizer.l1=0.03",
+    ]
+    proc = _icml26(tmp_path, "rewa_linear", *bad_optimizer, "--dry-run")
+    assert proc.returncode == 2
+    line = _error_line(proc)
+    assert line.startswith("error: dry run: model.configure_optimizers() failed: TypeError: ")
+    assert "unexpected keyword argument 'eps'" in line

@@ -106,7 +106,7 @@ def test_tica_w2_against_pot() -> None:
     mean, proj = fit_tica(traj, lagtime=3, n_components=2)
     a, b = ((traj - mean) @ proj).numpy(), ((gen - mean) @ proj).numpy()
     ref = math.sqrt(ot.emd2(np.full(len(a), 1 / len(a)), np.full(len(b), 1 / len(b)), ot.dist(a, b)))
-    assert float(tica_w2(traj, gen, lagtime=3)) == pytest.approx(ref, rel=1e-6)
+    assert float(tica_w2(gen, traj, lagtime=3)) == pytest.approx(ref, rel=1e-6)
     metric = TICAW2(lagtime=3)
     metric.update(gen, traj)
     assert float(metric.compute()) == pytest.approx(ref, rel=1e-6)

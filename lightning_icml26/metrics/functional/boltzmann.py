@@ -81,12 +81,12 @@ def wasserstein_1d(a: Tensor, b: Tensor, p: int = 2) -> Tensor:
     return ((a[ia] - b[ib]).abs().pow(p) * (t - left)).sum()
 
 
-def energy_w2(reference: Tensor, generated: Tensor, clip: float | None = None) -> Tensor:
+def energy_w2(generated: Tensor, reference: Tensor, clip: float | None = None) -> Tensor:
     """E-W2: square root of the exact 1-D Wasserstein-2 cost between reference and generated energies.
 
     Args:
-        reference: reference energies (e.g. MD), any shape (flattened).
         generated: generated (resampled) energies.
+        reference: reference energies (e.g. MD), any shape (flattened).
         clip: clip energies to ``[-clip, clip]`` first (the "cropped" variant uses 1000); ``None``: no clipping.
 
     Example:
@@ -126,7 +126,7 @@ def _check_2d(t: Tensor, name: str) -> Tensor:
     return t
 
 
-def torus_w2(reference: Tensor, generated: Tensor) -> Tensor:
+def torus_w2(generated: Tensor, reference: Tensor) -> Tensor:
     """T-W2: exact W2 on the torus between angle sets ``(N, D)`` and ``(M, D)`` (radians), uniform weights.
 
     Cost ``c(a, b) = sum_d min(|a_d - b_d|, 2 pi - |a_d - b_d|)^2`` (after wrapping differences into
@@ -177,12 +177,12 @@ def fit_tica(
     return mean, torch.from_numpy(np.ascontiguousarray(vectors[:, order]))
 
 
-def tica_w2(reference: Tensor, generated: Tensor, lagtime: int = 1, n_components: int = 2) -> Tensor:
+def tica_w2(generated: Tensor, reference: Tensor, lagtime: int = 1, n_components: int = 2) -> Tensor:
     """TICA-W2: exact Euclidean W2 between reference and generated features projected on the reference's TICA.
 
     Args:
-        reference: time-ordered reference trajectory features ``(T, F)`` (TICA is fitted on it).
         generated: generated features ``(M, F)``.
+        reference: time-ordered reference trajectory features ``(T, F)`` (TICA is fitted on it).
         lagtime: TICA lag in frames.
         n_components: number of TICA components (2 in the paper).
 

@@ -84,6 +84,7 @@ def multiclass_group_rates(
 
 def multiclass_demographic_parity(
     preds: Tensor,
+    target: Tensor | None,
     groups: Tensor,
     num_classes: int,
     num_groups: int,
@@ -95,6 +96,8 @@ def multiclass_demographic_parity(
 
     Args:
         preds: predicted class ids ``(N,)`` or scores ``(N, num_classes)``.
+        target: true labels ``(N,)`` or ``None``; demographic parity does not use them (the argument keeps the
+            order of the metric class's ``update(preds, target, groups)``), but given labels are checked.
         groups: group ids ``(N,)`` in ``[0, num_groups)``.
         num_classes: number of classes ``K >= 2``.
         num_groups: number of groups ``G >= 2``.
@@ -109,10 +112,10 @@ def multiclass_demographic_parity(
         >>> import torch
         >>> preds = torch.tensor([0, 1, 2, 2, 0, 0])
         >>> groups = torch.tensor([0, 0, 0, 1, 1, 1])
-        >>> multiclass_demographic_parity(preds, groups, num_classes=3, num_groups=2)
+        >>> multiclass_demographic_parity(preds, None, groups, num_classes=3, num_groups=2)
         tensor(0.3333, dtype=torch.float64)
     """
-    counts = _counts(preds, None, groups, num_classes, num_groups, mode, reduction, validate_args=validate_args)
+    counts = _counts(preds, target, groups, num_classes, num_groups, mode, reduction, validate_args=validate_args)
     return _gap_compute("dp", *counts, mode, reduction)
 
 
@@ -230,6 +233,7 @@ def binary_group_rates(
 
 def binary_demographic_parity(
     preds: Tensor,
+    target: Tensor | None,
     groups: Tensor,
     num_groups: int,
     mode: Mode = "difference",
@@ -242,6 +246,8 @@ def binary_demographic_parity(
 
     Args:
         preds: 0/1 predictions or positive-class probabilities ``(N,)``.
+        target: true labels ``(N,)`` or ``None``; unused by demographic parity (same argument order as the
+            class's ``update``), checked when given.
         groups: group ids ``(N,)`` in ``[0, num_groups)``.
         num_groups: number of groups ``G >= 2``.
         mode: ``"difference"`` or ``"ratio"``.
@@ -253,10 +259,10 @@ def binary_demographic_parity(
 
     Example:
         >>> import torch
-        >>> binary_demographic_parity(torch.tensor([1, 1, 0, 1]), torch.tensor([0, 0, 1, 1]), num_groups=2)
+        >>> binary_demographic_parity(torch.tensor([1, 1, 0, 1]), None, torch.tensor([0, 0, 1, 1]), num_groups=2)
         tensor(0.5000, dtype=torch.float64)
     """
-    counts = _counts(preds, None, groups, 2, num_groups, mode, threshold=threshold, validate_args=validate_args)
+    counts = _counts(preds, target, groups, 2, num_groups, mode, threshold=threshold, validate_args=validate_args)
     return _gap_compute("binary_dp", *counts, mode, "max")
 
 
