@@ -23,6 +23,7 @@ from lightning_icml26.metrics.fairness import (
     MulticlassGroupRates,
 )
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
+from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "BinaryEqualizedOdds",
     "BinaryEqualOpportunity",
     "BinaryGroupRates",
+    "CollisionRate",
     "ComplementarityGain",
     "CompressionRatio",
     "EffectiveSampleSize",
@@ -44,6 +46,8 @@ __all__ = [
     "RobustPoolingWeight",
     "RolloutConsistency",
     "Sparsity",
+    "StabilityViolationRate",
+    "StableRegret",
     "TICAW2",
     "TokenAccuracyByHorizon",
     "TorusW2",

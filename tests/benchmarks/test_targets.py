@@ -125,3 +125,20 @@ def test_itc_fairness_complementarity_upipe_targets():
     assert mem["throughput_over_ulysses"]["met"] is True
     e2e = _builder("upipe_e2e")([{"mem_upipe/ulysses": 0.8}, {"mem_upipe/ulysses": 0.95}])
     assert e2e["peak_over_ulysses_max"] == {"value": 0.95, "target": "<= 1", "met": True}
+
+
+def test_way_se_targets():
+    build = _builder("way_se")
+    summary = {
+        3: {"k": 3, "log_growth": 0.9, "over_etcgs": 0.5, "over_etgs_staggered": 0.05, "slope_2s": 0.70},
+        10: {"k": 10, "log_growth": 1.3, "over_etcgs": 3.5, "over_etgs_staggered": 0.3, "slope_2s": 0.97},
+    }
+    targets = build(summary)
+    assert targets["wayse_log_growth_N3"] == {"value": 0.9, "target": "<= 1.2", "met": True}
+    assert targets["wayse2s_slope_N3"] == {"value": 0.70, "target": "<= 0.7167", "met": True}
+    assert targets["wayse2s_slope_N10"]["target"] == "<= 0.95"
+    assert not any(targets[f"{name}_N10"]["met"] for name in ("wayse_log_growth", "wayse_over_etcgs", "wayse2s_slope"))
+    assert targets["wayse_over_etgs_staggered_N10"]["met"] is False
+    slope = importlib.import_module("benchmarks.way_se").slope
+    assert slope([10, 100, 1000], [2.0, 20.0, 200.0]) == pytest.approx(1.0)
+    assert math.isnan(slope([10, 100], [0.0, 1.0]))

@@ -44,6 +44,12 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
         lambda: metrics.TokenAccuracyByHorizon(3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),
     ),
+    "StableRegret": (lambda: metrics.StableRegret(2), (torch.tensor([[1.0, 0.5]]), torch.tensor([[0.0, 0.5]]))),
+    "StabilityViolationRate": (
+        lambda: metrics.StabilityViolationRate(),
+        (torch.tensor([[1, 0], [0, 1]]), torch.tensor([[0.9, 0.5], [0.8, 0.6]]), torch.tensor([[1, 0], [0, 1]])),
+    ),
+    "CollisionRate": (lambda: metrics.CollisionRate(), (torch.tensor([[0, 0]]), torch.tensor([[True, False]]))),
     "RolloutConsistency": (
         lambda: metrics.RolloutConsistency(4, [1, 2], 3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),

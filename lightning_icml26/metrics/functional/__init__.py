@@ -44,9 +44,13 @@ from lightning_icml26.metrics.functional.irt import (
     prompt_consistency,
     theta_range,
 )
+from lightning_icml26.metrics.functional.matching import collision_rate, stability_violation_rate, stable_regret
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
 
 __all__ = [
+    "collision_rate",
+    "stability_violation_rate",
+    "stable_regret",
     "accumulate_counts",
     "fit_grm",
     "grm_reliability",
