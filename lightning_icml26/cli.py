@@ -61,8 +61,11 @@ def _parser() -> argparse.ArgumentParser:
 def _print_list() -> None:
     recipes = _catalog.list_recipes()
     width = max((len(r.name) for r in recipes), default=0)
-    for recipe in recipes:
-        print(f"{recipe.name.ljust(width)}  {recipe.description}")
+    try:
+        for recipe in recipes:
+            print(f"{recipe.name.ljust(width)}  {recipe.description}", flush=True)
+    except BrokenPipeError:  # the reader left early (``icml26 list | head``): stop quietly, as shell tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

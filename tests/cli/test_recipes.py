@@ -45,6 +45,20 @@ def test_list_prints_every_recipe(capsys: pytest.CaptureFixture[str]) -> None:
     assert [line.split()[0] for line in out] == RECIPES
 
 
+def test_list_into_a_reader_that_left_exits_cleanly() -> None:
+    # ``icml26 list | head -1``: the reader has gone; no BrokenPipeError traceback, exit 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        lister = subprocess.run(
+            [sys.executable, "-m", "lightning_icml26.cli", "list"], stdout=write_end, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write_end)
+    assert lister.returncode == 0, lister.stderr
+    assert "Traceback" not in lister.stderr
+
+
 def test_dry_run_prints_resolved_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code = main(["run", "quickstart", "trainer.max_epochs=3", f"run_dir={tmp_path}", "--dry-run"])
     out = capsys.readouterr().out

@@ -7,8 +7,6 @@ exception and say so. ``act`` returns ``(R, N)`` proposals (``-1`` for none); ``
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from lightning_icml26.algorithms.matching.market import MatchingMarketEnv
@@ -22,7 +20,7 @@ def confidence_radius(
     """Half-width ``s * sqrt(2 c log L / n)`` of a sub-Gaussian interval (``inf`` where ``n = 0``).
 
     Example:
-        >>> confidence_radius(np.array([0, 8]), math.e, 1.0, 1.0).round(3).tolist()
+        >>> confidence_radius(np.array([0, 8]), np.e, 1.0, 1.0).round(3).tolist()
         [inf, 0.5]
     """
     level = np.maximum(np.asarray(level, dtype=float), 1.0)
@@ -138,7 +136,3 @@ class MatchingPolicy:
 
     def arm_update(self, t: int, arms: np.ndarray, accepted: np.ndarray, arm_rewards: np.ndarray) -> None:
         """Two-sided markets: the arms learn from the rewards of the players they accepted."""
-
-    @staticmethod
-    def _log(x: float) -> float:
-        return math.log(max(x, 2.0))
