@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from matching.games import HospitalResident
 
 from lightning_icml26.algorithms.matching import (
     CAUCB,
@@ -74,6 +75,22 @@ def test_deferred_acceptance_is_stable_and_side_optimal_against_brute_force(n_pl
                 rank_m = arm_rank[k, holder_m[0]] if holder_m.size else n_players
                 rank_opt = arm_rank[k, holder_opt[0]] if holder_opt.size else n_players
                 assert rank_opt <= rank_m
+
+
+@pytest.mark.parametrize("optimal", ["players", "arms"])
+def test_deferred_acceptance_equals_the_matching_package(optimal: str) -> None:
+    rng = np.random.default_rng(17)
+    for n_players, n_arms in [(3, 3), (4, 6), (6, 6)]:
+        utilities, arm_rank = _random_market(rng, n_players, n_arms)
+        players = {f"p{p}": [f"a{k}" for k in np.argsort(-utilities[p], kind="stable")] for p in range(n_players)}
+        arms = {f"a{k}": [f"p{p}" for p in np.argsort(arm_rank[k])] for k in range(n_arms)}
+        game = HospitalResident.create_from_dictionaries(players, arms, {f"a{k}": 1 for k in range(n_arms)})
+        solution = game.solve(optimal="resident" if optimal == "players" else "hospital")
+        expected = np.full(n_players, -1)
+        for arm, held in solution.items():
+            for player in held:
+                expected[int(player.name[1:])] = int(arm.name[1:])
+        np.testing.assert_array_equal(stable_matching(utilities, arm_rank, proposing=optimal), expected)
 
 
 def test_blocking_pairs_against_a_direct_check_and_present_players() -> None:

@@ -2,7 +2,9 @@
 
 Players rank arms by utility (higher is better); arms rank players by a rank table (0 is the favourite). The
 player-proposing run gives the player-optimal stable matching, the arm-proposing run the arm-optimal one.
-Unmatched entries are ``-1``. The tests compare both against brute-force enumeration of every matching.
+Unmatched entries are ``-1``. The tests compare both against brute-force enumeration of every matching and
+against the ``matching`` package (hospital-resident games with capacity one); the simulator uses this
+implementation because it runs at every arrival and departure of every run and needs no dependency.
 """
 
 from __future__ import annotations
