@@ -10,7 +10,8 @@ Reconstructed choices (the description the implementation follows leaves them op
 
 * ``round_budget`` RACOS queries per round (default 10), search anchored at the original row;
 * ``lam`` defaults to ``1 / (m + 1)`` (``m`` actionable features) so every flip beats every non-flip;
-* after the first flip, a refinement of at most ``k + refine_steps`` queries: each changed feature is put
+* the loop stops at the first flip (``patience`` more rounds can be asked for); then a refinement of at
+  most ``k + refine_steps`` queries: each changed feature is put
   back if the label still flips, then a bisection along the segment from ``x`` to the incumbent
   (``refine=False`` turns it off);
 * ``k = min(5, ceil(sqrt(d)))`` with ``d`` the number of features, capped by the actionable ones.
@@ -28,7 +29,7 @@ from lightning_icml26.algorithms.recourse.oracle import LabelOracle
 from lightning_icml26.algorithms.recourse.racos import RACOS, RacosResult
 from lightning_icml26.algorithms.recourse.spec import ActionabilitySpec
 
-__all__ = ["ASRICL", "FullZO", "subspace_racos", "update_importance"]
+__all__ = ["ASRICL", "FullZO", "refine_flip", "subspace_racos", "update_importance"]
 
 
 def update_importance(importance: np.ndarray, subset: np.ndarray, reward: float, alpha: float) -> np.ndarray:
@@ -83,8 +84,23 @@ def subspace_racos(
     return racos.minimize(objective, budget, rng)
 
 
-def _refine(state: SearchState, steps: int) -> None:
-    """Put changed features back while the label still flips, then bisect towards ``x`` (label-only)."""
+def refine_flip(state: SearchState, steps: int) -> None:
+    """Put changed features back while the label still flips, then bisect towards ``x`` (label-only queries).
+
+    Args:
+        state: the row's search state with an incumbent flip (nothing happens without one).
+        steps: bisection steps along the segment from ``x`` to the incumbent.
+
+    Example:
+        >>> from lightning_icml26.algorithms.recourse.oracle import CountingOracle
+        >>> spec = ActionabilitySpec((0, 0), (1, 1), (True, True), (0, 0), (None, None))
+        >>> oracle = CountingOracle(lambda X: (X[:, 0] > 0.5).astype(int), budget=20)
+        >>> state = SearchState(np.zeros(2), spec, oracle, lambda label: label == 1, lam=0.3)
+        >>> _ = state.query(np.array([1.0, 1.0]))
+        >>> refine_flip(state, 6)
+        >>> state.best.tolist(), oracle.queries
+        ([0.515625, 0.0], 9)
+    """
     if state.best is None:
         return
     x, spec = state.x, state.spec
@@ -118,6 +134,7 @@ class ASRICL(RecourseGenerator):
         round_budget: RACOS queries per round.
         refine: refine the first flip (see the module docstring).
         refine_steps: bisection steps of the refinement.
+        patience: subspace rounds run after the first flip before refining (0: stop at the first flip).
         lam: cost weight of the objective (see :class:`RecourseGenerator`).
         seed: seed.
 
@@ -140,6 +157,7 @@ class ASRICL(RecourseGenerator):
         round_budget: int = 10,
         refine: bool = True,
         refine_steps: int = 5,
+        patience: int = 0,
         lam: float | None = None,
         seed: int = 0,
     ) -> None:
@@ -148,6 +166,9 @@ class ASRICL(RecourseGenerator):
             raise ValueError(f"k must be an int >= 1 or None, got {k!r}")
         if not 0.0 < alpha <= 1.0:
             raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
+        if patience < 0:
+            raise ValueError(f"patience must be >= 0, got {patience!r}")
+        self.patience = patience
         if round_budget < 1 or refine_steps < 0:
             raise ValueError(f"round_budget must be >= 1 and refine_steps >= 0, got {round_budget}, {refine_steps}")
         self.k = k if k is not None else min(5, math.ceil(math.sqrt(spec.n_features)))
@@ -159,7 +180,10 @@ class ASRICL(RecourseGenerator):
         k = min(self.k, features.size)
         importance = np.zeros(features.size)
         self.trace_ = []
-        while state.oracle.remaining > 0 and state.best is None:
+        extra = self.patience
+        while state.oracle.remaining > 0 and (state.best is None or extra > 0):
+            if state.best is not None:
+                extra -= 1
             weights = np.exp(importance - importance.max())
             chosen = rng.choice(features.size, size=k, replace=False, p=weights / weights.sum())
             budget = min(self.round_budget, state.oracle.remaining)
@@ -168,7 +192,7 @@ class ASRICL(RecourseGenerator):
             importance = update_importance(importance, chosen, -result.value, self.alpha)
             self.trace_.append((chosen, before, -result.value, importance))
         if self.refine:
-            _refine(state, self.refine_steps)
+            refine_flip(state, self.refine_steps)
 
 
 class FullZO(RecourseGenerator):
