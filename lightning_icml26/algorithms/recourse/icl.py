@@ -124,7 +124,8 @@ class KernelICL(_ICL):
     Args:
         X_context: ``(M, d)`` context rows.
         y_context: ``(M,)`` context labels.
-        bandwidth: kernel bandwidth (default: median pairwise distance of the context).
+        bandwidth: kernel bandwidth (default: the median distance from a context row to its nearest other
+            context row; the median pairwise distance makes the sum nearly flat, so the majority class wins).
 
     Example:
         >>> icl = KernelICL(np.array([[0.0], [1.0], [5.0]]), np.array([0, 0, 2]), bandwidth=1.0)
@@ -137,8 +138,9 @@ class KernelICL(_ICL):
         self.classes_ = np.unique(y)
         self.n_features = X.shape[1]
         if bandwidth is None:
-            distances = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(len(X), 1)]
-            bandwidth = float(np.median(distances)) if distances.size and np.median(distances) > 0 else 1.0
+            distances = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1)) + np.diag(np.full(len(X), np.inf))
+            nearest = distances.min(1) if len(X) > 1 else np.ones(1)
+            bandwidth = float(np.median(nearest)) if np.median(nearest) > 0 else 1.0
         if not bandwidth > 0:
             raise ValueError(f"bandwidth must be > 0, got {bandwidth!r}")
         self.bandwidth = float(bandwidth)
