@@ -129,7 +129,8 @@ def main() -> None:
                 detail.append({
                     "data": dataset, "ICL": predictor, "method": method, **means,
                     "cost +-": float(np.std([r[method]["cost"] for r in results])),
-                    "queries x ZO": ratio(means["queries"], zo["queries"]), "cost x ZO": ratio(means["cost"], zo["cost"]),
+                    "queries x ZO": ratio(means["queries"], zo["queries"]),
+                    "cost x ZO": ratio(means["cost"], zo["cost"]),
                 })  # fmt: skip
         mean = {m: {f: float(np.mean(v[f])) if v[f] else float("nan") for f in FIGURES} for m, v in per_method.items()}
         summary[dataset] = {

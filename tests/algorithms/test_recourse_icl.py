@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+import torch
 from scipy.optimize import linprog
 from sklearn.linear_model import LogisticRegression
 
@@ -18,6 +19,7 @@ from lightning_icml26.algorithms.recourse import (
     FullZO,
     GrowingSpheres,
     KernelICL,
+    LanguageModelICL,
     LinearAttentionICL,
     Wachter,
 )
@@ -154,3 +156,36 @@ def test_label_only_baselines_flip_and_respect_the_budget(generator: type) -> No
     np.testing.assert_array_equal(icl(out.counterfactuals[out.found]), 1)
     np.testing.assert_array_equal(out.counterfactuals[:, 4], rows[:, 4])
     assert np.all(out.counterfactuals[:, 0] >= rows[:, 0])
+
+
+class _ThresholdLM:
+    """A fake language model: class " 1" is likely when the query row's first value exceeds 0.5."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def logprobs(self, prompts: list[str], continuations: list[str]) -> list[torch.Tensor]:
+        out = []
+        for prompt, option in zip(prompts, continuations, strict=True):
+            self.prompts.append(prompt)
+            value = float(prompt.splitlines()[-1].split(",")[0].split("=")[1])
+            out.append(torch.tensor([0.0 if (value > 0.5) == (option == " approve") else -3.0]))
+        return out
+
+
+def test_language_model_icl_is_a_label_oracle_for_recourse() -> None:
+    lm = _ThresholdLM()
+    X = np.array([[0.1, 0.2], [0.9, 0.4]])
+    icl = LanguageModelICL(lm, X, np.array([0, 1]), ["income", "debt"], ["reject", "approve"])  # type: ignore[arg-type]  # only logprobs is used
+    prompt = icl.prompt(np.array([0.3, 0.7]))
+    assert "income=0.10, debt=0.20 -> reject" in prompt
+    assert "income=0.90, debt=0.40 -> approve" in prompt
+    assert prompt.endswith("income=0.30, debt=0.70 ->")
+    np.testing.assert_array_equal(icl(np.array([[0.2, 0.0], [0.8, 0.0]])), [0, 1])
+    spec = ActionabilitySpec((0, 0), (1, 1), (True, False), (1, 0), (None, None))
+    lm.prompts.clear()
+    out = ASRICL(icl, spec, seed=0).generate(np.array([[0.2, 0.5]]), 1)
+    assert out.found[0]
+    assert 0.5 < out.counterfactuals[0, 0] < 0.7
+    assert out.counterfactuals[0, 1] == 0.5
+    assert len(lm.prompts) == 2 * out.queries[0]  # one prompt per query, scored for both class names

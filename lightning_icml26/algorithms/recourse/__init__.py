@@ -22,7 +22,13 @@ from lightning_icml26.algorithms.recourse.baselines import (
     Wachter,
     action_grid,
 )
-from lightning_icml26.algorithms.recourse.icl import ContextLogisticICL, KernelICL, LinearAttentionICL, linear_recourse
+from lightning_icml26.algorithms.recourse.icl import (
+    ContextLogisticICL,
+    KernelICL,
+    LanguageModelICL,
+    LinearAttentionICL,
+    linear_recourse,
+)
 from lightning_icml26.algorithms.recourse.oracle import BudgetExhausted, CountingOracle, LabelOracle
 from lightning_icml26.algorithms.recourse.racos import RACOS, RacosResult
 from lightning_icml26.algorithms.recourse.spec import ActionabilitySpec
@@ -40,6 +46,7 @@ __all__ = [
     "GrowingSpheres",
     "KernelICL",
     "LabelOracle",
+    "LanguageModelICL",
     "linear_recourse",
     "LinearAttentionICL",
     "RACOS",

@@ -10,6 +10,8 @@ with ``classes_``; ``logits_torch`` exposes scores to white-box baselines (Wacht
 * :class:`KernelICL`: soft k-nearest-neighbours, ``p(y | x, C) ~ sum_i K(x, x_i) 1[y_i = y]``.
 * :class:`ContextLogisticICL`: a logistic regression fitted on the context (a cheap ICL proxy; the context
   is fixed per predictor, so it is fitted once instead of at every call).
+* :class:`LanguageModelICL`: the context written into a prompt for any
+  :class:`~lightning_icml26.llm.LanguageModel`; the label is the class name the model finds most likely.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from torch import Tensor
 
-__all__ = ["ContextLogisticICL", "KernelICL", "LinearAttentionICL", "linear_recourse"]
+from lightning_icml26.llm import LanguageModel, continuation_scores
+
+__all__ = ["ContextLogisticICL", "KernelICL", "LanguageModelICL", "LinearAttentionICL", "linear_recourse"]
 
 
 def _context(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,3 +187,73 @@ class ContextLogisticICL(_ICL):
     def logits_torch(self, X: Tensor) -> Tensor:
         """``X coef^T + intercept``."""
         return X @ self._coef.to(X).T + self._intercept.to(X)
+
+
+class LanguageModelICL:
+    """A language model as a label-only ICL classifier: context rows in the prompt, the label read by scoring.
+
+    The prompt lists the context rows as ``name=value`` pairs (``decimals`` digits) followed by
+    ``-> <class name>``, then the query row and ``->``; the label is the class whose name (after a space) has
+    the highest total log-probability as the continuation. One prompt per row; no scores leave the object.
+
+    Args:
+        model: any :class:`~lightning_icml26.llm.LanguageModel`.
+        X_context: ``(M, d)`` context rows.
+        y_context: ``(M,)`` context labels.
+        feature_names: ``d`` names (default ``x0, x1, ...``).
+        class_names: names written for the sorted classes (default their numbers).
+        decimals: digits written per value.
+        instruction: the first line of the prompt.
+
+    Example:
+        >>> class Fake:  # prefers the class that follows "x0=1"
+        ...     def logprobs(self, prompts, continuations):
+        ...         last = [p.splitlines()[-1] for p in prompts]
+        ...         return [torch.tensor([0.0 if (l.startswith("x0=1")) == (c == " 1") else -5.0])
+        ...                 for l, c in zip(last, continuations)]
+        >>> icl = LanguageModelICL(Fake(), np.array([[0.0], [1.0]]), np.array([0, 1]), decimals=0)
+        >>> icl(np.array([[1.0], [0.0]])).tolist()
+        [1, 0]
+    """
+
+    def __init__(
+        self,
+        model: LanguageModel,
+        X_context: np.ndarray,
+        y_context: np.ndarray,
+        feature_names: list[str] | tuple[str, ...] | None = None,
+        class_names: list[str] | tuple[str, ...] | None = None,
+        decimals: int = 2,
+        instruction: str = "Predict the label of the last row from the labelled rows above it.",
+    ) -> None:
+        X, y = _context(X_context, y_context)
+        self.model = model
+        self.classes_ = np.unique(y)
+        self.n_features = X.shape[1]
+        self.feature_names = (
+            tuple(feature_names) if feature_names is not None else tuple(f"x{j}" for j in range(X.shape[1]))
+        )
+        if len(self.feature_names) != self.n_features:
+            raise ValueError(f"feature_names must have {self.n_features} names, got {len(self.feature_names)}")
+        names = tuple(class_names) if class_names is not None else tuple(str(c) for c in self.classes_)
+        if len(names) != self.classes_.size:
+            raise ValueError(f"class_names must have {self.classes_.size} names, got {len(names)}")
+        self.class_names, self.decimals = names, decimals
+        label = dict(zip(self.classes_, names, strict=True))
+        self._header = "\n".join([instruction] + [f"{self._row(x)} -> {label[c]}" for x, c in zip(X, y, strict=True)])
+
+    def _row(self, x: np.ndarray) -> str:
+        return ", ".join(f"{n}={v:.{self.decimals}f}" for n, v in zip(self.feature_names, x, strict=True))
+
+    def prompt(self, x: np.ndarray) -> str:
+        """The prompt for one row."""
+        return f"{self._header}\n{self._row(x)} ->"
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        """Labels only (the oracle interface): one prompt per row."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}")
+        options = [f" {n}" for n in self.class_names]
+        best = [int(continuation_scores(self.model, self.prompt(x), options).argmax()) for x in X]
+        return self.classes_[np.array(best, dtype=int)]
