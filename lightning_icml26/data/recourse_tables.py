@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_wine
 
 from lightning_icml26._optional import require
 from lightning_icml26.algorithms.recourse import ActionabilitySpec
@@ -160,12 +159,12 @@ def make_credit(n: int = 2000, seed: int = 0, standardize: bool = True) -> Recou
 
 
 def _breast_cancer(standardize: bool) -> RecourseTable:
-    data = load_breast_cancer()
+    data = require("sklearn.datasets", extra="tabular", purpose="the breast cancer table").load_breast_cancer()
     return _table("breast_cancer", data.data, data.target, list(data.feature_names), [], [], [], standardize)
 
 
 def _wine(standardize: bool) -> RecourseTable:
-    data = load_wine()
+    data = require("sklearn.datasets", extra="tabular", purpose="the wine table").load_wine()
     return _table("wine", data.data, data.target, list(data.feature_names), [], [], [], standardize)
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.linear_model import LogisticRegression
 from torch import Tensor
 
+from lightning_icml26._optional import require
 from lightning_icml26.llm import LanguageModel, continuation_scores
 
 __all__ = ["ContextLogisticICL", "KernelICL", "LanguageModelICL", "LinearAttentionICL", "linear_recourse"]
@@ -177,7 +177,8 @@ class ContextLogisticICL(_ICL):
         if self.classes_.size < 2:
             raise ValueError(f"y_context must hold at least two classes, got {self.classes_.tolist()}")
         self.n_features = X.shape[1]
-        self.model = LogisticRegression(C=C, max_iter=1000).fit(X, y)
+        linear_model = require("sklearn.linear_model", extra="tabular", purpose="the context logistic ICL")
+        self.model = linear_model.LogisticRegression(C=C, max_iter=1000).fit(X, y)
         coef, intercept = self.model.coef_, self.model.intercept_
         if self.classes_.size == 2:  # sklearn keeps one row for two classes
             coef, intercept = np.vstack([np.zeros_like(coef), coef]), np.concatenate([[0.0], intercept])
