@@ -19,6 +19,7 @@ SUBPACKAGES = [
     "lightning_icml26.strategies",
     "lightning_icml26.modules",
     "lightning_icml26.algorithms",
+    "lightning_icml26.algorithms.recourse",
     "lightning_icml26.data",
     "lightning_icml26.data.boltzmann",
     "lightning_icml26.data.rl",

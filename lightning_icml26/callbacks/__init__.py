@@ -9,6 +9,7 @@ from lightning_icml26.callbacks.georeg import GeoReg
 from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
+from lightning_icml26.callbacks.recourse import RecourseOnPredict
 from lightning_icml26.callbacks.sparsity import (
     MagnitudePrune,
     SparsityMonitor,
@@ -23,6 +24,7 @@ __all__ = [
     "FailOnNonFiniteLoss",
     "NonFiniteLossError",
     "LassoBaseline",
+    "RecourseOnPredict",
     "WeightDecaySchedule",
     "BoltzmannEvalCallback",
     "classification_accuracy",

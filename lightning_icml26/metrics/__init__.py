@@ -24,6 +24,7 @@ from lightning_icml26.metrics.fairness import (
 )
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
+from lightning_icml26.metrics.recourse import QueryCount, RecourseCost, RecourseSparsity, RecourseValidity
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 
 __all__ = [
@@ -43,6 +44,10 @@ __all__ = [
     "MulticlassEqualizedOdds",
     "MulticlassEqualOpportunity",
     "MulticlassGroupRates",
+    "QueryCount",
+    "RecourseCost",
+    "RecourseSparsity",
+    "RecourseValidity",
     "RobustPoolingWeight",
     "RolloutConsistency",
     "Sparsity",

@@ -6,6 +6,7 @@
   which imports ``gymnasium`` (the optional ``rl`` extra), so they are loaded on first access.
 * :func:`irt_judge_task` (``irt_judge``): IRT-GRM reliability diagnostics of a simulated or SmolLM2 judge.
 * :func:`matching_market_task` (``wayse_market``): Way-SE-inspired matching bandits against baselines.
+* :func:`asr_icl_task` (``asr_icl_compas``): label-only recourse for ICL classifiers, ASR-ICL against baselines.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from lightning_icml26.tasks.asr_icl import asr_icl_task
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task
 from lightning_icml26.tasks.irt_judge import irt_judge_task
 from lightning_icml26.tasks.matching_market import matching_market_task
@@ -24,7 +26,7 @@ _LAZY = {
     "run_online": "r4_online",
 }
 
-__all__ = ["fair_frontier_task", "irt_judge_task", "matching_market_task", *_LAZY]
+__all__ = ["asr_icl_task", "fair_frontier_task", "irt_judge_task", "matching_market_task", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -142,3 +142,20 @@ def test_way_se_targets():
     slope = importlib.import_module("benchmarks.way_se").slope
     assert slope([10, 100, 1000], [2.0, 20.0, 200.0]) == pytest.approx(1.0)
     assert math.isnan(slope([10, 100], [0.0, 1.0]))
+
+
+def test_asr_icl_targets():
+    build = _builder("asr_icl")
+    summary = {
+        "compas": {"validity_gap": 0.0, "query_ratio": 0.12, "cost_ratio": 0.92, "cost_vs_wachter": 0.8},
+        "wine": {"validity_gap": -0.05, "query_ratio": 0.3, "cost_ratio": 0.4, "cost_vs_wachter": 1.6},
+    }
+    targets = build(summary, {"compas": -0.27, "credit": -0.5})
+    assert targets["validity_gap_compas"] == {"value": 0.0, "target": ">= -0.02", "met": True}
+    assert targets["query_ratio_wine"]["met"] is True
+    assert targets["cost_ratio_compas"]["met"] is False
+    assert targets["cost_ratio_wine"]["met"] is True
+    assert targets["validity_gap_wine"]["met"] is False
+    assert targets["cost_vs_wachter_wine"]["met"] is False
+    assert targets["convergence_slope_compas"]["met"] is False
+    assert targets["convergence_slope_credit"] == {"value": -0.5, "target": "<= -0.3", "met": True}

@@ -50,6 +50,10 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
         (torch.tensor([[1, 0], [0, 1]]), torch.tensor([[0.9, 0.5], [0.8, 0.6]]), torch.tensor([[1, 0], [0, 1]])),
     ),
     "CollisionRate": (lambda: metrics.CollisionRate(), (torch.tensor([[0, 0]]), torch.tensor([[True, False]]))),
+    "RecourseValidity": (lambda: metrics.RecourseValidity(), (_Y, _Y.flip(0))),
+    "RecourseCost": (lambda: metrics.RecourseCost(), (torch.zeros(4, 2), torch.ones(4, 2), _Y.bool())),
+    "RecourseSparsity": (lambda: metrics.RecourseSparsity(), (torch.zeros(4, 2), torch.eye(4)[:, :2], None)),
+    "QueryCount": (lambda: metrics.QueryCount(), (torch.tensor([3, 150, 27]),)),
     "RolloutConsistency": (
         lambda: metrics.RolloutConsistency(4, [1, 2], 3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),

@@ -45,6 +45,12 @@ from lightning_icml26.metrics.functional.irt import (
     theta_range,
 )
 from lightning_icml26.metrics.functional.matching import collision_rate, stability_violation_rate, stable_regret
+from lightning_icml26.metrics.functional.recourse import (
+    query_count,
+    recourse_cost,
+    recourse_sparsity,
+    recourse_validity,
+)
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
 
 __all__ = [
@@ -78,6 +84,10 @@ __all__ = [
     "multiclass_equalized_odds",
     "multiclass_group_rates",
     "object_count_errors",
+    "query_count",
+    "recourse_cost",
+    "recourse_sparsity",
+    "recourse_validity",
     "robust_pooling",
     "rollout_consistency",
     "select_weights",

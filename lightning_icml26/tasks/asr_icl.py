@@ -1,0 +1,173 @@
+"""``asr_icl_task``: label-only recourse for an in-context-learning classifier, ASR-ICL against its baselines.
+
+:func:`compare_recourse` is the experiment (one table, one ICL predictor, one context draw); the recipe
+``asr_icl_compas`` and ``benchmarks/asr_icl.py`` call it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lightning_icml26.algorithms.recourse import (
+    ASRICL,
+    ContextLogisticICL,
+    DiceRandom,
+    FullZO,
+    GrowingSpheres,
+    KernelICL,
+    LinearAttentionICL,
+    Wachter,
+)
+from lightning_icml26.data.recourse_tables import RecourseTable, load_recourse_table
+from lightning_icml26.metrics import QueryCount, RecourseCost, RecourseSparsity, RecourseValidity
+
+__all__ = ["METHODS", "PREDICTORS", "asr_icl_task", "build_predictor", "compare_recourse", "sample_context"]
+
+PREDICTORS = ("lsa", "kernel", "logistic")
+METHODS = ("asr_icl", "asr_icl_norefine", "full_zo", "dice_random", "growing_spheres", "wachter")
+
+
+def sample_context(y: np.ndarray, n_context: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``n_context`` rows with every class present (one row of each first, the rest at random)."""
+    classes = np.unique(y)
+    if n_context < classes.size:
+        raise ValueError(f"n_context must be >= the number of classes ({classes.size}), got {n_context}")
+    first = np.array([rng.choice(np.flatnonzero(y == c)) for c in classes])
+    rest = rng.choice(np.setdiff1d(np.arange(y.size), first), n_context - classes.size, replace=False)
+    return np.concatenate([first, rest])
+
+
+def build_predictor(
+    kind: str, X_context: np.ndarray, y_context: np.ndarray, X_pool: np.ndarray
+) -> LinearAttentionICL | KernelICL | ContextLogisticICL:
+    """An ICL predictor on the context; the linear-attention ``Gamma`` is the pool's second moment."""
+    if kind == "lsa":
+        return LinearAttentionICL(X_context, y_context, gamma=X_pool.T @ X_pool / len(X_pool))
+    if kind == "kernel":
+        return KernelICL(X_context, y_context)
+    if kind == "logistic":
+        return ContextLogisticICL(X_context, y_context)
+    raise ValueError(f"predictor must be one of {PREDICTORS}, got {kind!r}")
+
+
+def _generator(method: str, predictor: Any, table: RecourseTable, budget: int, seed: int) -> Any:
+    spec = table.spec
+    if method == "asr_icl":
+        return ASRICL(predictor, spec, budget=budget, seed=seed)
+    if method == "asr_icl_norefine":
+        return ASRICL(predictor, spec, budget=budget, seed=seed, refine=False)
+    if method == "full_zo":
+        return FullZO(predictor, spec, budget=budget, seed=seed)
+    if method == "dice_random":
+        return DiceRandom(predictor, spec, budget=budget, seed=seed)
+    if method == "growing_spheres":
+        return GrowingSpheres(predictor, spec, budget=budget, seed=seed)
+    if method == "wachter":
+        return Wachter(predictor, spec)
+    raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+
+
+def compare_recourse(
+    table: RecourseTable,
+    predictor: str = "kernel",
+    n_context: int = 32,
+    n_rows: int = 20,
+    budget: int = 150,
+    methods: tuple[str, ...] = METHODS,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
+    """Run every method on the same rows of one table for one ICL predictor and one context draw.
+
+    The table is split in half (seeded): the context and ``Gamma`` come from the first half, the rows to
+    explain are the first ``n_rows`` rows of the second half that the predictor labels ``0`` (the unfavourable
+    class); the target is class ``1``.
+
+    Returns:
+        ``{method: {"validity", "cost", "sparsity", "queries", "seconds"}}`` (cost and sparsity over the
+        valid recourses).
+
+    Example:
+        >>> from lightning_icml26.data.recourse_tables import make_credit
+        >>> out = compare_recourse(make_credit(n=400), "logistic", n_rows=3, methods=("asr_icl", "full_zo"))
+        >>> out["asr_icl"]["queries"] < out["full_zo"]["queries"]
+        True
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(table.y))
+    pool, test = order[: len(order) // 2], order[len(order) // 2 :]
+    context = pool[sample_context(table.y[pool], n_context, rng)]
+    model = build_predictor(predictor, table.X[context], table.y[context], table.X[pool])
+    rejected = test[model(table.X[test]) == 0][:n_rows]
+    if rejected.size == 0:
+        raise ValueError(f"the {predictor} predictor labels no test row of {table.name!r} as 0; nothing to explain")
+    X = table.X[rejected]
+    ranges = torch.as_tensor(table.spec.ranges)
+    discrete = torch.as_tensor(table.spec.discrete)
+    out: dict[str, dict[str, float]] = {}
+    for method in methods:
+        start = time.perf_counter()
+        result = _generator(method, model, table, budget, seed).generate(X, 1)
+        seconds = time.perf_counter() - start
+        labels = torch.as_tensor(model(result.counterfactuals))
+        valid = (labels == 1) & torch.as_tensor(result.found)
+        validity, cost = RecourseValidity(), RecourseCost(ranges=ranges, discrete=discrete)
+        sparsity, queries = RecourseSparsity(), QueryCount()
+        validity.update(torch.where(valid, labels, torch.full_like(labels, -1)), torch.ones_like(labels))
+        cost.update(torch.as_tensor(X), torch.as_tensor(result.counterfactuals), valid)
+        sparsity.update(torch.as_tensor(X), torch.as_tensor(result.counterfactuals), valid)
+        queries.update(torch.as_tensor(result.queries))
+        out[method] = {
+            "validity": float(validity.compute()),
+            "cost": float(cost.compute()),
+            "sparsity": float(sparsity.compute()),
+            "queries": float(queries.compute()),
+            "seconds": seconds,
+            "rows": float(len(X)),
+        }
+    return out
+
+
+def asr_icl_task(
+    out_dir: str | Path | None = None,
+    dataset: str = "compas",
+    predictor: str = "kernel",
+    n_context: int = 32,
+    n_rows: int = 20,
+    budget: int = 150,
+    methods: tuple[str, ...] | list[str] = METHODS,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Recourse for ``n_rows`` rejected rows of ``dataset`` under an ICL predictor: every method, same rows.
+
+    Args:
+        out_dir: where ``asr_icl.json`` is written (nothing written when ``None``).
+        dataset: a table of :data:`~lightning_icml26.data.recourse_tables.RECOURSE_TABLES`.
+        predictor: ``"lsa"``, ``"kernel"`` or ``"logistic"``.
+        n_context: context rows ``M``.
+        n_rows: rows explained.
+        budget: label queries per row.
+        methods: methods of :data:`METHODS`.
+        seed: seed (split, context, searches).
+
+    Returns:
+        Flat ``{"<method>/<figure>": value}`` floats.
+
+    Example:
+        >>> out = asr_icl_task(dataset="credit", predictor="logistic", n_rows=2, methods=["asr_icl"])
+        >>> out["asr_icl/validity"]
+        1.0
+    """
+    table = load_recourse_table(dataset)
+    results = compare_recourse(table, predictor, n_context, n_rows, budget, tuple(methods), seed)
+    flat = {f"{method}/{key}": value for method, figures in results.items() for key, value in figures.items()}
+    if out_dir is not None:
+        path = Path(out_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "asr_icl.json").write_text(json.dumps(flat, indent=2))
+    return flat

@@ -1,0 +1,35 @@
+"""The ASR-ICL task: every method on the same rows, figures from the recourse metrics, the JSON written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lightning_icml26.data.recourse_tables import make_credit
+from lightning_icml26.tasks import asr_icl_task
+from lightning_icml26.tasks.asr_icl import compare_recourse, sample_context
+
+
+def test_context_has_every_class_and_no_repeats() -> None:
+    y = np.array([0] * 50 + [1] * 3 + [2] * 2)
+    idx = sample_context(y, 8, np.random.default_rng(0))
+    assert len(set(idx.tolist())) == 8
+    assert set(y[idx]) == {0, 1, 2}
+    with pytest.raises(ValueError, match="n_context must be"):
+        sample_context(y, 2, np.random.default_rng(0))
+
+
+def test_compare_recourse_on_the_same_rows(tmp_path: Path) -> None:
+    out = compare_recourse(make_credit(n=600), "lsa", n_rows=4, methods=("asr_icl", "full_zo", "wachter"))
+    assert out["full_zo"]["queries"] == 150.0  # full budget (first query reads the label)
+    assert out["wachter"]["queries"] == 0.0
+    assert out["asr_icl"]["queries"] < out["full_zo"]["queries"]
+    assert {m["rows"] for m in out.values()} == {4.0}
+    flat = asr_icl_task(tmp_path, dataset="credit", predictor="kernel", n_rows=2, methods=["dice_random"])
+    assert json.loads((tmp_path / "asr_icl.json").read_text()) == flat
+    assert 0.0 <= flat["dice_random/validity"] <= 1.0
+    with pytest.raises(ValueError, match="predictor must be one of"):
+        asr_icl_task(dataset="credit", predictor="tabpfn")
