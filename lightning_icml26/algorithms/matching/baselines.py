@@ -9,7 +9,10 @@ room (the docs page lists them):
   reopens exploration. The stopping rule replaces the paper's fixed exploration length ``h`` (which needs
   the gap) and is never weaker than a well-chosen ``h``.
 * :class:`CentralizedUCBGS` (same paper): each step, the Gale-Shapley matching of the present players'
-  upper confidence bounds (recomputed only when some ranking of bounds changes).
+  upper confidence bounds (recomputed only when some ranking of bounds changes). As the paper shows, its
+  regret is logarithmic against the player-*pessimal* stable matching; against the player-optimal one it
+  can be linear, when it settles on another stable matching whose players never sample the arms that
+  would correct their optimistic rankings (seen in the benchmark).
 * :class:`CAUCB` (Liu, Ruan, Di and Jordan, 2021): decentralised; with probability ``lambda`` a player
   repeats its last arm, otherwise it picks the highest upper bound among arms whose previous winner it
   outranks. It assumes each arm's previous winner is public (``winners``), more than Way-SE observes.
