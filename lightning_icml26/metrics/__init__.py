@@ -24,6 +24,7 @@ from lightning_icml26.metrics.fairness import (
 )
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
+from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
     "BinaryDemographicParity",
@@ -35,6 +36,7 @@ __all__ = [
     "EffectiveSampleSize",
     "EnergyW2",
     "ErrorCorrelation",
+    "FeatureSpectrumGap",
     "GRMReliability",
     "HumanAlignment",
     "MulticlassDemographicParity",

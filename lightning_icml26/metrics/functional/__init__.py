@@ -45,6 +45,7 @@ from lightning_icml26.metrics.functional.irt import (
     theta_range,
 )
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
+from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
 
 __all__ = [
     "accumulate_counts",
@@ -65,6 +66,7 @@ __all__ = [
     "energy_w2",
     "error_correlation",
     "error_moments",
+    "feature_spectrum_gap",
     "fit_tica",
     "forecast_loss",
     "forecast_residuals",
