@@ -141,8 +141,10 @@ class DirichletPartitionDataModule(LightningDataModule):
     """Per-client training data from a Dirichlet(``alpha``) label partition, and the global test set.
 
     The module serves ``val_dataloader`` / ``test_dataloader`` (the global test set, for the server's
-    accuracy) and the clients' data through :meth:`client_data`; it has no ``train_dataloader`` of its own,
-    so a Trainer takes the training loader from the LightningModule (the server).
+    accuracy) and the clients' data through :meth:`client_data`. A federated server never sees the clients'
+    data, so ``train_dataloader`` yields only the step indices ``0 .. server_steps - 1`` of one round (one
+    epoch); the server draws its minibatches from the synthetic pool
+    (:class:`~lightning_icml26.modules.fedusd.AggregationFreeServer`).
 
     Args:
         source: ``"digits"`` (scikit-learn, 1797 images, 30 % held out), ``"fashion_mnist"`` (Debian package)
@@ -155,6 +157,7 @@ class DirichletPartitionDataModule(LightningDataModule):
         min_client_size: fewest training samples per client.
         batch_size: batch size of the evaluation loaders.
         seed: seed of the split, the subset and the partition.
+        server_steps: length of the training loader (server steps per round).
         root: folder of the FashionMNIST IDX files.
 
     Example:
@@ -179,6 +182,7 @@ class DirichletPartitionDataModule(LightningDataModule):
         min_client_size: int = 10,
         batch_size: int = 256,
         seed: int = 0,
+        server_steps: int = 100,
         root: str = FASHION_MNIST_ROOT,
     ) -> None:
         super().__init__()
@@ -193,6 +197,8 @@ class DirichletPartitionDataModule(LightningDataModule):
                 raise ValueError(f"{name} must be a positive integer or None, got {value}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        if server_steps < 1:
+            raise ValueError(f"server_steps must be a positive integer, got {server_steps}")
         self.save_hyperparameters()
         self.partition: list[np.ndarray] = []
 
@@ -240,6 +246,10 @@ class DirichletPartitionDataModule(LightningDataModule):
     def _eval_loader(self) -> DataLoader:
         self.setup()
         return DataLoader(TensorDataset(self.test_images, self.test_labels), batch_size=int(self.hparams["batch_size"]))
+
+    def train_dataloader(self) -> DataLoader:
+        """Step indices of one round (the server's batches come from its synthetic pool, not from here)."""
+        return DataLoader(TensorDataset(torch.arange(int(self.hparams["server_steps"]))), batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
         """The global test set (the server's accuracy after each round)."""
