@@ -58,7 +58,7 @@ def _run(tmp: Path, epochs: int, resume_from: Path | None, checkpoint: Path | No
         "digits", num_clients=3, alpha=0.5, num_train=150, min_client_size=10, server_steps=3
     )
     torch.manual_seed(0)
-    server = AggregationFreeServer(ConvNet(1, 10, 8), steps_per_round=3, batch_size=8, seed=1)
+    server = AggregationFreeServer(ConvNet(1, 10, 8), steps_per_round=3, pool_batch_size=8, seed=1)
     cb = FedRoundCallback(partial(SyntheticSetDistiller, ipc=2, real_batch=4), distill_steps=2, window=2, seed=2)
     trainer = _trainer(epochs, checkpoint, [cb])
     trainer.fit(server, datamodule=dm, ckpt_path=str(resume_from) if resume_from else None)

@@ -145,7 +145,7 @@ def test_distiller_stop_and_resume_equals_uninterrupted(tmp_path: Path) -> None:
 
 def test_server_trains_on_its_pool_only() -> None:
     torch.manual_seed(0)
-    server = AggregationFreeServer(ConvNet(1, 10, 8), steps_per_round=2, batch_size=4)
+    server = AggregationFreeServer(ConvNet(1, 10, 8), steps_per_round=2, pool_batch_size=4)
     assert server.training_step(0, 0) is None
     before = copy.deepcopy(server.net.state_dict())
     server.set_pool(torch.randn(6, 1, 8, 8), torch.eye(10)[torch.arange(6)])

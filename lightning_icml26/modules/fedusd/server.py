@@ -46,13 +46,13 @@ class AggregationFreeServer(LightningModule):
         net: the global model (a module with ``embed``, e.g. :class:`ConvNet`).
         num_classes: classes.
         steps_per_round: server SGD steps per round.
-        batch_size: pool minibatch size.
+        pool_batch_size: pool minibatch size.
         optimizer: factory ``params -> Optimizer`` (``None``: SGD, lr 0.01, momentum 0.9, weight decay 5e-4).
         seed: seed of the minibatch draws.
 
     Example:
         >>> from lightning_icml26.modules.fedusd import ConvNet
-        >>> server = AggregationFreeServer(ConvNet(1, 10, 8), steps_per_round=2, batch_size=4)
+        >>> server = AggregationFreeServer(ConvNet(1, 10, 8), steps_per_round=2, pool_batch_size=4)
         >>> server.set_pool(torch.randn(6, 1, 8, 8), torch.eye(10)[torch.arange(6)])
         >>> float(server.training_step(0, 0)) > 0
         True
@@ -63,15 +63,15 @@ class AggregationFreeServer(LightningModule):
         net: nn.Module,
         num_classes: int = 10,
         steps_per_round: int = 100,
-        batch_size: int = 256,
+        pool_batch_size: int = 256,
         optimizer: Callable[..., torch.optim.Optimizer] | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
         if steps_per_round < 1:
             raise ValueError(f"steps_per_round must be a positive integer, got {steps_per_round}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        if pool_batch_size < 1:
+            raise ValueError(f"pool_batch_size must be a positive integer, got {pool_batch_size}")
         self.save_hyperparameters(ignore=["net", "optimizer"])
         self.net = net
         self.optimizer_factory = optimizer
@@ -113,7 +113,7 @@ class AggregationFreeServer(LightningModule):
             return None
         step = self._trainer.global_step if self._trainer is not None else batch_idx
         gen = torch.Generator().manual_seed(int(self.hparams["seed"]) * 1_000_003 + int(step))
-        idx = torch.randperm(n, generator=gen)[: int(self.hparams["batch_size"])]
+        idx = torch.randperm(n, generator=gen)[: int(self.hparams["pool_batch_size"])]
         loss = soft_cross_entropy(
             self.net(self.pool_images[idx].to(self.device)), self.pool_targets[idx].to(self.device)
         )
