@@ -8,7 +8,11 @@ driving :class:`~lightning_icml26.modules.fedusd.AggregationFreeServer` through 
 - DM: synthetic images matched by mean features (FedAF without knowledge matching);
 - FedAF: DM plus local-global knowledge matching (class soft labels exchanged every round);
 - FedUSD (code loss): 0.01 HOB sorted-W1 + 0.01 variance sorted-W1;
-- FedUSD (projection loss): top-k covariance eigenspace projection distance + the variance term.
+- FedUSD (projection loss): top-k covariance eigenspace projection distance + the variance term;
+- FedUSD scaled: the code loss with weights 100 (HOB) and 10 (variance) instead of 0.01 / 0.01. At the paper's
+  weights and a CPU budget of tens of steps the pixels barely move (relative change ~1e-4 in 60 steps on a
+  digits client); the scaled weights were picked on a diagnostic that uses training data only (the HOB and
+  variance gaps of one digits client's synthetic set under fresh networks), never on test accuracy.
 
 The synthetic methods use the same ipc, distillation steps, window (3 rounds) and server budget (steps per
 round, batch size, optimizer); bytes per client and round are measured, and ipc is set so that a client never
@@ -38,7 +42,7 @@ from lightning_icml26.callbacks import FedRoundCallback
 from lightning_icml26.data import DirichletPartitionDataModule
 from lightning_icml26.modules.fedusd import AggregationFreeServer, ConvNet, FedAvgClient, SyntheticSetDistiller
 
-METHODS = ("fedavg", "dm", "fedaf", "fedusd", "fedusd_proj")
+METHODS = ("fedavg", "dm", "fedaf", "fedusd", "fedusd_proj", "fedusd_scaled")
 BASELINES = ("fedavg", "dm", "fedaf")
 
 
@@ -73,8 +77,9 @@ def run_method(method: str, source: str, alpha: float, seed: int, cfg: dict[str,
     if method == "fedavg":
         client: Any = partial(FedAvgClient, local_epochs=cfg["local_epochs"], batch_size=32, lr=0.01, momentum=0.9)
     else:
-        loss = {"dm": "dm", "fedaf": "fedaf", "fedusd": "hob_w1", "fedusd_proj": "hob_projection"}[method]
-        client = partial(SyntheticSetDistiller, ipc=cfg["ipc"], loss=loss, real_batch=cfg["real_batch"], k=1)
+        loss = {"dm": "dm", "fedaf": "fedaf", "fedusd_proj": "hob_projection"}.get(method, "hob_w1")
+        weights: dict[str, Any] = {"hob_weight": 100.0, "var_weight": 10.0} if method == "fedusd_scaled" else {}
+        client = partial(SyntheticSetDistiller, ipc=cfg["ipc"], loss=loss, real_batch=cfg["real_batch"], k=1, **weights)
     rounds = FedRoundCallback(
         client, distill_steps=cfg["distill_steps"], window=3, global_knowledge=method == "fedaf", seed=seed
     )
@@ -127,16 +132,26 @@ def summarise(runs: dict[str, list[dict[str, Any]]], alpha: float, source: str) 
 
 
 def build_targets(rows: list[dict[str, Any]], alphas: list[float]) -> dict[str, dict[str, Any]]:
-    """The claim: +6.7 points over the best baseline at the smallest alpha, above every baseline elsewhere."""
+    """The claim: +6.7 points over the best baseline at alpha 0.01, above every baseline at 0.1 and 0.5.
+
+    A target whose alpha was not run is ``nan`` (missed); the keys are the same at every size.
+    """
 
     def diff(alpha: float, method: str) -> float:
         return next(r["diff (points)"] for r in rows if r["alpha"] == alpha and r["method"] == method)
 
+    nan = float("nan")
+    others = [a for a in alphas if a in (0.1, 0.5)]
+    targets = {}
+    for name in ("fedusd", "fedusd_scaled"):
+        gain = diff(0.01, name) if 0.01 in alphas else nan
+        targets[f"{name}_gain_points_at_alpha_0.01"] = target(gain, ">=", 6.7)
+        margin = min((diff(a, name) for a in others), default=nan) if len(others) == 2 else nan
+        targets[f"{name}_min_gain_points_at_alpha_0.1_0.5"] = target(margin, ">", 0.0)
     low = min(alphas)
-    targets = {"fedusd_gain_points_at_alpha_0.01": target(diff(low, "fedusd"), ">=", 6.7)}
-    others = [a for a in alphas if a != low]
-    margin = min((diff(a, "fedusd") for a in others), default=float("nan"))
-    targets["fedusd_min_gain_points_at_alpha_0.1_0.5"] = target(margin, ">", 0.0)
+    targets["projection_minus_code_loss_points_at_lowest_alpha"] = target(
+        diff(low, "fedusd_proj") - diff(low, "fedusd"), ">", 0.0
+    )
     bytes_ok = all(
         r["bytes/client/round (max)"]
         <= next(q["bytes/client/round (max)"] for q in rows if q["method"] == "fedavg" and q["alpha"] == r["alpha"])
@@ -166,16 +181,13 @@ def main() -> None:
             "local_epochs": 2,
         }
     else:
-        source, alphas, seeds = (
-            args.source or "fashion_mnist",
-            [0.01, 0.1, 0.5],
-            [args.seed + i for i in range(args.seeds)],
-        )
+        source, seeds = args.source or "fashion_mnist", [args.seed + i for i in range(args.seeds)]
+        alphas = args.alphas or [0.01, 0.1, 0.5]
         cfg = {
             "num_train": 6000,
             "num_test": 2000,
             "rounds": 4,
-            "distill_steps": 60,
+            "distill_steps": 40,
             "server_steps": 150,
             "ipc": 5,
             "real_batch": 32,
