@@ -14,6 +14,7 @@ from lightning_icml26.modules.fedusd import (
     LOSSES,
     AggregationFreeServer,
     ConvNet,
+    FedAvgClient,
     SyntheticSetDistiller,
     average_state_dicts,
     perturbed_copy,
@@ -155,3 +156,21 @@ def test_server_trains_on_its_pool_only() -> None:
     assert all(torch.equal(v, server.net.state_dict()[k]) for k, v in before.items())
     with pytest.raises(ValueError, match="disagree"):
         server.set_pool(torch.randn(6, 1, 8, 8), torch.eye(10)[:5])
+
+
+def test_fedavg_client_stop_and_resume_equals_uninterrupted(tmp_path: Path) -> None:
+    x, y = _client(n_per_class=8)
+
+    def make() -> FedAvgClient:
+        torch.manual_seed(0)
+        return FedAvgClient(ConvNet(1, 10, 8), x, y, batch_size=4, lr=0.05, seed=3)
+
+    full = make()
+    _trainer(tmp_path / "a", 3, False).fit(full)
+    part = make()
+    _trainer(tmp_path / "b", 2, True).fit(part)
+    resumed = make()
+    _trainer(tmp_path / "c", 3, False).fit(resumed, ckpt_path=str(tmp_path / "b" / "last.ckpt"))
+    for p, q in zip(resumed.net.parameters(), full.net.parameters(), strict=True):
+        torch.testing.assert_close(p, q)
+    assert not torch.allclose(next(part.net.parameters()), next(full.net.parameters()))
