@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann
 from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
+from lightning_icml26.callbacks.fed_round import FedRoundCallback
 from lightning_icml26.callbacks.finite_loss import FailOnNonFiniteLoss, NonFiniteLossError
 from lightning_icml26.callbacks.georeg import GeoReg
 from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
@@ -29,6 +30,7 @@ __all__ = [
     "BoltzmannEvalCallback",
     "classification_accuracy",
     "FairReductionCallback",
+    "FedRoundCallback",
     "GeoReg",
     "global_magnitude_threshold",
     "LOESLayerSelection",

@@ -6,6 +6,7 @@ from lightning_icml26.data.boltzmann import BoltzmannDataModule
 from lightning_icml26.data.cifar10 import CIFAR10DataModule, load_cifar10
 from lightning_icml26.data.fashion_mnist import FashionMNISTDataModule, load_fashion_mnist, read_idx
 from lightning_icml26.data.fashion_transfer import FashionTransferFeatures
+from lightning_icml26.data.federated import DirichletPartitionDataModule, dirichlet_label_partition
 from lightning_icml26.data.forecasts import (
     ForecastDataModule,
     ForecastTable,
@@ -37,6 +38,8 @@ __all__ = [
     "BoltzmannDataModule",
     "ByteChunkDataset",
     "CIFAR10DataModule",
+    "DirichletPartitionDataModule",
+    "dirichlet_label_partition",
     "FairTabularData",
     "FairTabularDataModule",
     "FashionMNISTDataModule",

@@ -26,6 +26,7 @@ from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
 from lightning_icml26.metrics.recourse import QueryCount, RecourseCost, RecourseSparsity, RecourseValidity
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
+from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
     "BinaryDemographicParity",
@@ -38,6 +39,7 @@ __all__ = [
     "EffectiveSampleSize",
     "EnergyW2",
     "ErrorCorrelation",
+    "FeatureSpectrumGap",
     "GRMReliability",
     "HumanAlignment",
     "MulticlassDemographicParity",

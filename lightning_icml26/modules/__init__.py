@@ -6,6 +6,12 @@ from lightning_icml26.metrics.functional import support_f1
 from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
 from lightning_icml26.modules.classifier import ClassifierModule
 from lightning_icml26.modules.complementarity import HumanAICombiner
+from lightning_icml26.modules.fedusd import (
+    AggregationFreeServer,
+    ConvNet,
+    FedAvgClient,
+    SyntheticSetDistiller,
+)
 from lightning_icml26.modules.itc import TokenWorldModel, VQTokenizer, rollout
 from lightning_icml26.modules.nets import MLP
 from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe
@@ -13,6 +19,10 @@ from lightning_icml26.modules.resnet import BasicBlock, CifarResNet
 from lightning_icml26.modules.sparse_regression import SparseRegressionModule
 
 __all__ = [
+    "AggregationFreeServer",
+    "ConvNet",
+    "FedAvgClient",
+    "SyntheticSetDistiller",
     "BasicBlock",
     "build_hf_causal_lm",
     "CausalLMModule",

@@ -28,6 +28,16 @@ from lightning_icml26.ops.georeg import GeoRegLoss, georeg_penalty
 from lightning_icml26.ops.itc_decoder import DECODERS, ITCDecoder, decode_next_frame
 from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log
 from lightning_icml26.ops.soft_rank import isotonic_regression_decreasing, soft_rank, soft_sort
+from lightning_icml26.ops.spectrum_match import (
+    hob_projection_loss,
+    hob_w1_loss,
+    leading_right_singular_vector,
+    mean_matching_loss,
+    principal_subspace,
+    sorted_w1,
+    subspace_projection_distance,
+    var_w1_loss,
+)
 
 __all__ = [
     "build_itc_cost",
@@ -38,6 +48,14 @@ __all__ = [
     "georeg_penalty",
     "GeoRegLoss",
     "greedy_round",
+    "hob_projection_loss",
+    "hob_w1_loss",
+    "leading_right_singular_vector",
+    "mean_matching_loss",
+    "principal_subspace",
+    "sorted_w1",
+    "subspace_projection_distance",
+    "var_w1_loss",
     "grid_coordinates",
     "gumbel_noise",
     "isotonic_regression_decreasing",

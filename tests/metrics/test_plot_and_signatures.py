@@ -37,6 +37,7 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "Sparsity": (lambda: metrics.Sparsity(), (torch.tensor([0.0, 1.0, 2.0]),)),
     "CompressionRatio": (lambda: metrics.CompressionRatio(), (torch.tensor([0.0, 1.0, 2.0]),)),
     "EffectiveSampleSize": (lambda: metrics.EffectiveSampleSize(), (torch.tensor([0.0, -1.0, -0.5]),)),
+    "FeatureSpectrumGap": (lambda: metrics.FeatureSpectrumGap(3), (torch.randn(6, 3), torch.randn(7, 3))),
     "EnergyW2": (lambda: metrics.EnergyW2(), (torch.randn(64), torch.randn(64))),
     "TorusW2": (lambda: metrics.TorusW2(), (torch.rand(64, 2) * 6 - 3, torch.rand(64, 2) * 6 - 3)),
     "TICAW2": (lambda: metrics.TICAW2(n_components=1), (torch.randn(200, 3), torch.randn(200, 3))),

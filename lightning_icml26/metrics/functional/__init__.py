@@ -52,6 +52,7 @@ from lightning_icml26.metrics.functional.recourse import (
     recourse_validity,
 )
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
+from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
 
 __all__ = [
     "collision_rate",
@@ -75,6 +76,7 @@ __all__ = [
     "energy_w2",
     "error_correlation",
     "error_moments",
+    "feature_spectrum_gap",
     "fit_tica",
     "forecast_loss",
     "forecast_residuals",
