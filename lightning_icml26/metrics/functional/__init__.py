@@ -10,6 +10,12 @@ from lightning_icml26.metrics.functional.boltzmann import (
     torus_w2,
     wasserstein_1d,
 )
+from lightning_icml26.metrics.functional.causal import (
+    latent_pair_f1,
+    orientation_accuracy,
+    skeleton_f1,
+    structural_hamming_distance,
+)
 from lightning_icml26.metrics.functional.complementarity import (
     complementarity_gain,
     error_correlation,
@@ -47,6 +53,10 @@ from lightning_icml26.metrics.functional.irt import (
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
 
 __all__ = [
+    "latent_pair_f1",
+    "orientation_accuracy",
+    "skeleton_f1",
+    "structural_hamming_distance",
     "accumulate_counts",
     "fit_grm",
     "grm_reliability",
