@@ -5,6 +5,7 @@
   with :func:`reward_function` and :func:`fit_reward_model`. They live in :mod:`lightning_icml26.tasks.r4_online`,
   which imports ``gymnasium`` (the optional ``rl`` extra), so they are loaded on first access.
 * :func:`irt_judge_task` (``irt_judge``): IRT-GRM reliability diagnostics of a simulated or SmolLM2 judge.
+* :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task
 from lightning_icml26.tasks.irt_judge import irt_judge_task
+from lightning_icml26.tasks.lcpbscm import lcpbscm_task
 
 # Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
 _LAZY = {
@@ -22,7 +24,7 @@ _LAZY = {
     "run_online": "r4_online",
 }
 
-__all__ = ["fair_frontier_task", "irt_judge_task", *_LAZY]
+__all__ = ["fair_frontier_task", "irt_judge_task", "lcpbscm_task", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

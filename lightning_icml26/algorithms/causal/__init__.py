@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lightning_icml26.algorithms.causal._base import CausalDiscoveryEstimator
+from lightning_icml26.algorithms.causal._base import CausalDiscoveryEstimator, edge_list
 from lightning_icml26.algorithms.causal.lcpbscm import LCPBSCM
 from lightning_icml26.algorithms.causal.local import TriplePattern, log_cumulant, triple_patterns
 from lightning_icml26.algorithms.causal.pgf import (
@@ -27,6 +27,7 @@ __all__ = [
     "check_counts",
     "closed_form_log_pgf",
     "empirical_log_pgf",
+    "edge_list",
     "empirical_log_pgf_torch",
     "graph_code",
     "log_cumulant",

@@ -8,7 +8,33 @@ import numpy as np
 
 from lightning_icml26.algorithms.causal.pgf import check_counts
 
-__all__ = ["CausalDiscoveryEstimator"]
+__all__ = ["CausalDiscoveryEstimator", "edge_list"]
+
+
+def edge_list(code: np.ndarray, names: list[str] | None = None) -> list[str]:
+    """Readable edges of an edge-code matrix: ``a -> b``, ``a <-> b`` (latent pair), ``a - b`` (unoriented).
+
+    Example:
+        >>> edge_list(np.array([[0, 1, 2], [0, 0, 1], [2, 1, 0]]), ["x", "y", "z"])
+        ['x -> y', 'x <-> z', 'y - z']
+    """
+    p = code.shape[0]
+    labels = names if names is not None else [f"X{i}" for i in range(p)]
+    if len(labels) != p:
+        raise ValueError(f"names must have {p} entries, got {len(labels)}")
+    out = []
+    for i in range(p):
+        for j in range(i + 1, p):
+            a, b = int(code[i, j]), int(code[j, i])
+            if a == b == 2:
+                out.append(f"{labels[i]} <-> {labels[j]}")
+            elif a == b == 1:
+                out.append(f"{labels[i]} - {labels[j]}")
+            elif a:
+                out.append(f"{labels[i]} -> {labels[j]}")
+            elif b:
+                out.append(f"{labels[j]} -> {labels[i]}")
+    return out
 
 
 class CausalDiscoveryEstimator:
