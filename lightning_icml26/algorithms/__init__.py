@@ -1,10 +1,12 @@
 """Estimators and decision rules that are not trained networks, sklearn-style.
 
-Fair post-processing and reductions, human-AI pooling theory (robust weights, deferral), layer selection.
+Fair post-processing and reductions, human-AI pooling theory (robust weights, deferral), layer selection,
+causal discovery on count data (``algorithms.causal``).
 """
 
 from __future__ import annotations
 
+from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
     correlation_threshold,
@@ -38,10 +40,13 @@ __all__ = [
     "gain_weight_bound",
     "isotropy",
     "LayerSelection",
+    "LCPBSCM",
     "linear_pool",
     "logit_pool",
     "oracle_pooling_weight",
     "override_decision",
+    "PBSCMSimulator",
+    "PGFSkeleton",
     "pooling_gain",
     "robust_pooling_weight",
     "robust_weight_cap",

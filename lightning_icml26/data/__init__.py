@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lightning_icml26.data.boltzmann import BoltzmannDataModule
 from lightning_icml26.data.cifar10 import CIFAR10DataModule, load_cifar10
+from lightning_icml26.data.count_tables import RWM1984_COUNTS, load_rwm1984
 from lightning_icml26.data.fashion_mnist import FashionMNISTDataModule, load_fashion_mnist, read_idx
 from lightning_icml26.data.fashion_transfer import FashionTransferFeatures
 from lightning_icml26.data.federated import DirichletPartitionDataModule, dirichlet_label_partition
@@ -35,6 +36,8 @@ from lightning_icml26.data.tabular import (
 from lightning_icml26.data.text import ByteChunkDataset, StdlibTextDataModule, load_stdlib_bytes
 
 __all__ = [
+    "RWM1984_COUNTS",
+    "load_rwm1984",
     "BoltzmannDataModule",
     "ByteChunkDataset",
     "CIFAR10DataModule",

@@ -20,7 +20,16 @@ from lightning_icml26._schema import TrainerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = [r.name for r in _recipes.list_recipes()]
-TASKS = {"fair_compas", "r4_pendulum", "r4_halfcheetah", "irt_judge", "wayse_market", "asr_icl_compas"}
+TASKS = {
+    "fair_compas",
+    "r4_pendulum",
+    "r4_halfcheetah",
+    "irt_judge",
+    "wayse_market",
+    "asr_icl_compas",
+    "lcpbscm_synthetic",
+    "lcpbscm_rwm1984",
+}
 TRAINING = [name for name in RECIPES if name not in TASKS]
 GROUPS = ["trainer", "logger", "callbacks", "data", "model", "model/optimizer", "strategy", "task"]
 

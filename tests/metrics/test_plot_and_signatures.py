@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 _G = torch.tensor([0, 0, 1, 1])
 _PROBS = torch.tensor([0.2, 0.7, 0.6, 0.4])
 _Y = torch.tensor([0, 1, 1, 0])
+_CODE = torch.tensor([[0, 1, 2], [0, 0, 0], [2, 0, 0]])
 
 # (factory, update arguments) for every public metric class.
 CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
@@ -35,6 +36,10 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "ErrorCorrelation": (lambda: metrics.ErrorCorrelation(), (_PROBS, _PROBS.flip(0), _Y)),
     "RobustPoolingWeight": (lambda: metrics.RobustPoolingWeight((0.1, 0.5)), (_PROBS, _PROBS.flip(0), _Y)),
     "Sparsity": (lambda: metrics.Sparsity(), (torch.tensor([0.0, 1.0, 2.0]),)),
+    "SkeletonF1": (lambda: metrics.SkeletonF1(), (_CODE, _CODE.T)),
+    "LatentPairF1": (lambda: metrics.LatentPairF1(), (_CODE, _CODE.T)),
+    "OrientationAccuracy": (lambda: metrics.OrientationAccuracy(), (_CODE, _CODE.T)),
+    "StructuralHammingDistance": (lambda: metrics.StructuralHammingDistance(), (_CODE, _CODE.T)),
     "CompressionRatio": (lambda: metrics.CompressionRatio(), (torch.tensor([0.0, 1.0, 2.0]),)),
     "EffectiveSampleSize": (lambda: metrics.EffectiveSampleSize(), (torch.tensor([0.0, -1.0, -0.5]),)),
     "FeatureSpectrumGap": (lambda: metrics.FeatureSpectrumGap(3), (torch.randn(6, 3), torch.randn(7, 3))),

@@ -10,6 +10,12 @@ from lightning_icml26.metrics.functional.boltzmann import (
     torus_w2,
     wasserstein_1d,
 )
+from lightning_icml26.metrics.functional.causal import (
+    latent_pair_f1,
+    orientation_accuracy,
+    skeleton_f1,
+    structural_hamming_distance,
+)
 from lightning_icml26.metrics.functional.complementarity import (
     complementarity_gain,
     error_correlation,
@@ -58,6 +64,10 @@ __all__ = [
     "collision_rate",
     "stability_violation_rate",
     "stable_regret",
+    "latent_pair_f1",
+    "orientation_accuracy",
+    "skeleton_f1",
+    "structural_hamming_distance",
     "accumulate_counts",
     "fit_grm",
     "grm_reliability",
