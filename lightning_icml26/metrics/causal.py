@@ -5,6 +5,7 @@ Every state is a fixed-shape count tensor summed over processes, so DDP equals o
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 import torch
@@ -32,15 +33,28 @@ class _GraphCountMetric(PlottableMetric):
         super().__init__(**kwargs)
         self.add_state("counts", default=torch.zeros(self.n_counts, dtype=torch.long), dist_reduce_fx="sum")
 
+    @abstractmethod
     def _count(self, preds: Tensor, target: Tensor) -> Tensor:
-        raise NotImplementedError
+        """The summable counts of one update (the subclass's states)."""
 
     def update(self, preds: Tensor, target: Tensor) -> None:
         """Add one graph ``(p, p)`` or a batch ``(B, p, p)`` of predicted and true edge codes."""
         self.counts += self._count(preds, target).to(self.counts.device)
 
 
-class SkeletonF1(_GraphCountMetric):
+class _GraphF1(_GraphCountMetric):
+    """An F1 score from summed (tp, fp, fn) counts."""
+
+    higher_is_better = True
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    def compute(self) -> Tensor:
+        """The F1 score."""
+        return _f1(*self.counts)
+
+
+class SkeletonF1(_GraphF1):
     """F1 of the recovered adjacencies over every graph passed to ``update`` (states: tp, fp, fn).
 
     Example:
@@ -50,19 +64,11 @@ class SkeletonF1(_GraphCountMetric):
         tensor(1., dtype=torch.float64)
     """
 
-    higher_is_better = True
-    plot_lower_bound = 0.0
-    plot_upper_bound = 1.0
-
     def _count(self, preds: Tensor, target: Tensor) -> Tensor:
         return _skeleton_update(preds, target)
 
-    def compute(self) -> Tensor:
-        """The F1 score."""
-        return _f1(*self.counts)
 
-
-class LatentPairF1(_GraphCountMetric):
+class LatentPairF1(_GraphF1):
     """F1 of the recovered latent pairs (edge code 2) over every graph passed to ``update``.
 
     Example:
@@ -72,16 +78,8 @@ class LatentPairF1(_GraphCountMetric):
         tensor(0.6667, dtype=torch.float64)
     """
 
-    higher_is_better = True
-    plot_lower_bound = 0.0
-    plot_upper_bound = 1.0
-
     def _count(self, preds: Tensor, target: Tensor) -> Tensor:
         return _latent_update(preds, target)
-
-    def compute(self) -> Tensor:
-        """The F1 score."""
-        return _f1(*self.counts)
 
 
 class OrientationAccuracy(_GraphCountMetric):

@@ -27,8 +27,10 @@ def _check_policies(policies: Sequence[str], two_sided: bool) -> list[str]:
     unknown = [name for name in names if name not in POLICIES]
     if not names or unknown:
         raise ValueError(f"policies must be a non-empty list of {sorted(POLICIES)}, got {names!r}")
-    if two_sided and names != ["wayse2s"]:
-        raise ValueError(f"two_sided=True markets need an arm side: policies must be ['wayse2s'], got {names!r}")
+    one_sided = [name for name in names if not POLICIES[name].two_sided]
+    if two_sided and one_sided:
+        arm_side = sorted(name for name, policy in POLICIES.items() if policy.two_sided)
+        raise ValueError(f"two_sided=True markets need policies with an arm side ({arm_side}); {one_sided} have none")
     return names
 
 

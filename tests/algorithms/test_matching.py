@@ -252,3 +252,10 @@ def test_policy_errors_name_the_argument() -> None:
         WaySE2S(forced_exponent=1.5)
     with pytest.raises(ValueError, match="hesitation"):
         CAUCB(hesitation=1.0)
+
+
+def test_the_arm_side_of_a_one_sided_policy_is_a_clear_error() -> None:
+    policy = CAUCB()
+    policy.reset(MatchingMarketEnv(2, 2, horizon=10))
+    with pytest.raises(TypeError, match="CA-UCB.*no arm side"):
+        policy.arm_priority(0, np.zeros((1, 2), dtype=int))

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from lightning_icml26.algorithms.matching.baselines import CAUCB, ETGS, CentralizedETCGS, CentralizedUCBGS
 from lightning_icml26.algorithms.matching.market import ARRIVAL_PATTERNS, MatchingMarketEnv, market_schedule
-from lightning_icml26.algorithms.matching.policy import MatchingPolicy, confidence_radius, ranking_resolved
+from lightning_icml26.algorithms.matching.policy import (
+    MatchingPolicy,
+    best_unblocked,
+    confidence_radius,
+    ranking_resolved,
+)
 from lightning_icml26.algorithms.matching.simulate import MarketRun, log_checkpoints, run_market
 from lightning_icml26.algorithms.matching.stable import blocking_pairs, deferred_acceptance, stable_matching
 from lightning_icml26.algorithms.matching.wayse import WaySE, WaySE2S
@@ -26,6 +31,7 @@ POLICIES: dict[str, type[MatchingPolicy]] = {
 __all__ = [
     "ARRIVAL_PATTERNS",
     "POLICIES",
+    "best_unblocked",
     "blocking_pairs",
     "CAUCB",
     "CentralizedETCGS",

@@ -29,7 +29,12 @@ from __future__ import annotations
 import numpy as np
 
 from lightning_icml26.algorithms.matching.market import MatchingMarketEnv
-from lightning_icml26.algorithms.matching.policy import MatchingPolicy, confidence_radius, ranking_resolved
+from lightning_icml26.algorithms.matching.policy import (
+    MatchingPolicy,
+    best_unblocked,
+    confidence_radius,
+    ranking_resolved,
+)
 from lightning_icml26.algorithms.matching.stable import stable_matching
 
 __all__ = ["CAUCB", "ETGS", "CentralizedETCGS", "CentralizedUCBGS"]
@@ -46,7 +51,6 @@ class CentralizedETCGS(MatchingPolicy):
     """
 
     name = "Centralized ETC-GS"
-    centralized = True
 
     def reset(self, env: MatchingMarketEnv) -> None:
         """Bind to ``env``; nothing assigned yet."""
@@ -79,7 +83,6 @@ class CentralizedUCBGS(MatchingPolicy):
     """
 
     name = "Centralized UCB-GS"
-    centralized = True
 
     def reset(self, env: MatchingMarketEnv) -> None:
         """Bind to ``env``; no cached matching."""
@@ -203,8 +206,7 @@ class ETGS(MatchingPolicy):
         self.index[missing] = self.rng.integers(0, self.n_arms, int(missing.sum()))  # discovery failed: guess
         self.phase[start] = EXPLORE
         seeking = np.where(self.index < 0, 0, -1)
-        score = np.where(self.blocked, -np.inf, self.estimates.means)
-        best = np.where(self.blocked.all(axis=-1), -1, np.argmax(score, axis=-1))
+        best = best_unblocked(self.estimates.means, self.blocked)
         arms = np.select(
             [self.phase == INDEX, self.phase == EXPLORE], [seeking, (self.index + local_time) % self.n_arms], best
         )

@@ -7,11 +7,20 @@ exception and say so. ``act`` returns ``(R, N)`` proposals (``-1`` for none); ``
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from lightning_icml26.algorithms.matching.market import MatchingMarketEnv
 
-__all__ = ["MatchingPolicy", "RewardEstimates", "best_separated", "confidence_radius", "ranking_resolved"]
+__all__ = [
+    "MatchingPolicy",
+    "RewardEstimates",
+    "best_separated",
+    "best_unblocked",
+    "confidence_radius",
+    "ranking_resolved",
+]
 
 
 def confidence_radius(
@@ -64,6 +73,17 @@ def best_separated(means: np.ndarray, radius: np.ndarray, candidates: np.ndarray
     return candidates.any(axis=-1) & (lower > upper)
 
 
+def best_unblocked(means: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+    """Index of the highest mean among arms not blocked (last axis); ``-1`` where every arm is blocked.
+
+    Example:
+        >>> best_unblocked(np.array([[0.9, 0.5], [0.9, 0.5]]), np.array([[True, False], [True, True]])).tolist()
+        [1, -1]
+    """
+    best = np.argmax(np.where(blocked, -np.inf, means), axis=-1)
+    return np.where(blocked.all(axis=-1), -1, best)
+
+
 class RewardEstimates:
     """Per-(run, learner, option) sample counts and reward sums with means and intervals."""
 
@@ -89,7 +109,7 @@ class RewardEstimates:
         return self.sums / np.maximum(self.counts, 1)
 
 
-class MatchingPolicy:
+class MatchingPolicy(ABC):
     """Base class: ``reset`` once per simulation, then ``act`` and ``update`` every step.
 
     Args:
@@ -98,7 +118,8 @@ class MatchingPolicy:
     """
 
     name = "policy"
-    centralized = False
+    #: Whether the policy also runs the arms' side (their acceptance and learning), as two-sided markets need.
+    two_sided = False
 
     def __init__(self, confidence: float = 2.0, seed: int = 0) -> None:
         if not confidence > 0:
@@ -114,9 +135,9 @@ class MatchingPolicy:
         self.sub_gaussian = env.sub_gaussian
         self.estimates = RewardEstimates((self.n_runs, self.n_players, self.n_arms))
 
+    @abstractmethod
     def act(self, t: int, local_time: np.ndarray, present: np.ndarray) -> np.ndarray:
-        """``(R, N)`` proposals; ``t`` is read by centralised policies only."""
-        raise NotImplementedError
+        """``(R, N)`` proposals (``-1`` for none); ``t`` is read by centralised policies only."""
 
     def update(
         self,
@@ -130,9 +151,18 @@ class MatchingPolicy:
         """Learn from the step; ``winners`` (each arm's accepted player) is read only by CA-UCB (public there)."""
         self.estimates.add(accepted, arms, rewards)
 
-    def arm_priority(self, t: int, arms: np.ndarray) -> np.ndarray | None:
-        """Two-sided markets: the arms' acceptance order of the proposals (lower wins); ``None`` if one-sided only."""
-        return None
+    def arm_priority(self, t: int, arms: np.ndarray) -> np.ndarray:
+        """Two-sided markets: the arms' acceptance order of the proposals (lower wins).
+
+        Raises:
+            TypeError: for a policy without an arm side (``two_sided`` false).
+        """
+        raise TypeError(f"policy {self.name!r} learns on the player side only; it has no arm side")
 
     def arm_update(self, t: int, arms: np.ndarray, accepted: np.ndarray, arm_rewards: np.ndarray) -> None:
-        """Two-sided markets: the arms learn from the rewards of the players they accepted."""
+        """Two-sided markets: the arms learn from the rewards of the players they accepted.
+
+        Raises:
+            TypeError: for a policy without an arm side (``two_sided`` false).
+        """
+        raise TypeError(f"policy {self.name!r} learns on the player side only; it has no arm side")

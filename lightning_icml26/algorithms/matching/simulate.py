@@ -85,7 +85,7 @@ def run_market(
     if checkpoints.ndim != 1 or checkpoints.size == 0 or checkpoints.min() < 1 or checkpoints.max() > horizon:
         raise ValueError(f"checkpoints must be a non-empty 1-D array of steps in [1, {horizon}]")
     policy.reset(env)
-    if env.two_sided and policy.arm_priority(0, np.full((env.n_runs, env.n_players), -1)) is None:
+    if env.two_sided and not policy.two_sided:
         raise ValueError(
             f"policy {policy.name!r} learns on the player side only; a two_sided market needs an arm side (WaySE2S)"
         )

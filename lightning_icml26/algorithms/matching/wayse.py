@@ -49,6 +49,7 @@ from lightning_icml26.algorithms.matching.policy import (
     MatchingPolicy,
     RewardEstimates,
     best_separated,
+    best_unblocked,
     confidence_radius,
 )
 
@@ -112,11 +113,6 @@ class WaySE(MatchingPolicy):
             self.available[new] = True
             self.collided[new] = False
 
-    def _best_unblocked(self) -> np.ndarray:
-        score = np.where(self.blocked, -np.inf, self.estimates.means)
-        best = np.argmax(score, axis=-1)
-        return np.where(self.blocked.all(axis=-1), -1, best)
-
     def _resolved(self) -> np.ndarray:
         radius = confidence_radius(self.estimates.counts, self.epoch_end[..., None], self.sub_gaussian, self.confidence)
         return best_separated(self.estimates.means, radius, self.available)
@@ -124,7 +120,7 @@ class WaySE(MatchingPolicy):
     def act(self, t: int, local_time: np.ndarray, present: np.ndarray) -> np.ndarray:
         """Round-robin from the offset while exploring, the best unblocked arm once committed."""
         self._arrive(local_time, present)
-        self.target = self._best_unblocked()
+        self.target = best_unblocked(self.estimates.means, self.blocked)
         arms = np.where(self.phase == EXPLORE, (self.offset + local_time) % self.n_arms, self.target)
         return np.where(present, arms, -1)
 
@@ -184,6 +180,7 @@ class WaySE2S(WaySE):
     """
 
     name = "Way-SE-2S"
+    two_sided = True
 
     def __init__(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -73,7 +74,7 @@ class SearchState:
         return (0.0 if flipped else 1.0) + self.lam * cost
 
 
-class RecourseGenerator:
+class RecourseGenerator(ABC):
     """Base of the label-only generators: validation, one :class:`CountingOracle` per row, the result.
 
     Subclasses implement ``_search(state, rng)``.
@@ -179,5 +180,6 @@ class RecourseGenerator:
                 out["targets"][i] = state.best_label
         return RecourseResult(**out)
 
+    @abstractmethod
     def _search(self, state: SearchState, rng: np.random.Generator) -> None:
-        raise NotImplementedError
+        """Spend the row's budget through ``state.query``; the state keeps the cheapest flip found."""

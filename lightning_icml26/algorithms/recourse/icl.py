@@ -16,6 +16,8 @@ with ``classes_``; ``logits_torch`` exposes scores to white-box baselines (Wacht
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -35,7 +37,7 @@ def _context(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return X, y.astype(int)
 
 
-class _ICL:
+class _ICL(ABC):
     classes_: np.ndarray
     n_features: int
 
@@ -45,9 +47,9 @@ class _ICL:
             raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}")
         return X
 
+    @abstractmethod
     def logits_torch(self, X: Tensor) -> Tensor:
         """``(n, C)`` differentiable class scores (white-box access for gradient baselines)."""
-        raise NotImplementedError
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Labels of the rows of ``X``."""
