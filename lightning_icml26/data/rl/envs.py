@@ -247,9 +247,11 @@ def state_action_box(env_id: str, env_kwargs: dict[str, Any] | None = None) -> t
         if isinstance(act_space, gym.spaces.Discrete):
             low += [0.0] * int(act_space.n)
             high += [1.0] * int(act_space.n)
-        else:
+        elif isinstance(act_space, gym.spaces.Box):
             low += [float(v) for v in np.asarray(act_space.low).reshape(-1)]
             high += [float(v) for v in np.asarray(act_space.high).reshape(-1)]
+        else:
+            raise ValueError(f"env_id {env_id!r} has a {type(act_space).__name__} action space; Box or Discrete needed")
     finally:
         env.close()
     if not (np.isfinite(low).all() and np.isfinite(high).all()):
