@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lightning_icml26.ops.attention._kernels import apply_rotary
 from lightning_icml26.ops.attention.dense import dense_attention
+from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, ISAAttention, isa_attention
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.module import (
     ATTENTION_BACKENDS,
@@ -39,6 +40,9 @@ __all__ = [
     "dense_attention",
     "get_attention_backend",
     "HF_ATTENTION_NAMES",
+    "ISA_ROUTINGS",
+    "ISAAttention",
+    "isa_attention",
     "LiveBytesTracker",
     "register_hf_attention",
     "ring_attention",
