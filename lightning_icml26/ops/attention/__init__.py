@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from lightning_icml26.ops.attention._kernels import apply_rotary
 from lightning_icml26.ops.attention.dense import dense_attention
-from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, ISAAttention, isa_attention
+from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
+from lightning_icml26.ops.attention.isa_module import ISAAttention
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.module import (
     ATTENTION_BACKENDS,

@@ -24,19 +24,19 @@ block, target or context, is routed; blocks never straddle the target/context bo
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-__all__ = ["ISA_ROUTINGS", "ISAAttention", "check_isa_inputs", "isa_attention"]
+__all__ = ["ISA_BACKENDS", "ISA_ROUTINGS", "check_fraction", "check_isa_inputs", "isa_attention"]
 
 ISA_ROUTINGS = ("sharpness", "random", "taylor")
-_BACKENDS = ("torch",)
+ISA_BACKENDS = ("torch",)
 
 
-def _check_fraction(name: str, value: Any) -> float:
+def check_fraction(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) <= 1.0:
         raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
     return float(value)
@@ -143,6 +143,48 @@ def _taylor(
     return torch.matmul(probs[..., :n_tok], ve) + torch.einsum("bhmqk,bhkd->bhmqd", probs[..., n_tok:], vm)
 
 
+@overload
+def isa_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    target_len: int,
+    *,
+    block_size: int = 64,
+    context_keep: float = 0.125,
+    full_fraction: float = 0.5,
+    exact_block_fraction: float = 0.0625,
+    sharpness_fraction: float = 0.0625,
+    gate_logits: Tensor | None = None,
+    scale: float | None = None,
+    routing: str = "sharpness",
+    generator: torch.Generator | None = None,
+    backend: str = "torch",
+    return_info: Literal[False] = False,
+) -> Tensor: ...
+
+
+@overload
+def isa_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    target_len: int,
+    *,
+    block_size: int = 64,
+    context_keep: float = 0.125,
+    full_fraction: float = 0.5,
+    exact_block_fraction: float = 0.0625,
+    sharpness_fraction: float = 0.0625,
+    gate_logits: Tensor | None = None,
+    scale: float | None = None,
+    routing: str = "sharpness",
+    generator: torch.Generator | None = None,
+    backend: str = "torch",
+    return_info: Literal[True],
+) -> tuple[Tensor, dict[str, Any]]: ...
+
+
 def isa_attention(
     q: Tensor,
     k: Tensor,
@@ -195,14 +237,14 @@ def isa_attention(
         torch.Size([1, 40, 2, 8])
     """
     check_isa_inputs(q, k, v, target_len, block_size)
-    context_keep = _check_fraction("context_keep", context_keep)
-    full_fraction = _check_fraction("full_fraction", full_fraction)
-    exact_block_fraction = _check_fraction("exact_block_fraction", exact_block_fraction)
-    sharpness_fraction = _check_fraction("sharpness_fraction", sharpness_fraction)
+    context_keep = check_fraction("context_keep", context_keep)
+    full_fraction = check_fraction("full_fraction", full_fraction)
+    exact_block_fraction = check_fraction("exact_block_fraction", exact_block_fraction)
+    sharpness_fraction = check_fraction("sharpness_fraction", sharpness_fraction)
     if routing not in ISA_ROUTINGS:
         raise ValueError(f"routing must be one of {ISA_ROUTINGS}, got {routing!r}")
-    if backend not in _BACKENDS:
-        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+    if backend not in ISA_BACKENDS:
+        raise ValueError(f"backend must be one of {ISA_BACKENDS}, got {backend!r}")
     bsz, seq, heads, d = q.shape
     if gate_logits is not None:
         if not isinstance(gate_logits, Tensor):
@@ -280,86 +322,3 @@ def isa_attention(
         "dense_scores": bsz * heads * seq * seq,
     }
     return out, info
-
-
-class ISAAttention(nn.Module):
-    """ISA as a module: the ratios as attributes, plus the optional learned gate on the coarse path.
-
-    The gate is ``α(x) = 0.5 · (sigmoid(W x + c) − 0.5)``, one scalar per token (``gate_heads=1``) or per
-    token and head, from the hidden states ``x`` given to :meth:`forward`. ``W`` and ``c`` start at zero, so
-    ``α = 0`` and a freshly built module adds nothing to the sparse output: fine-tuning learns the gate.
-
-    Args:
-        block_size: tokens per block.
-        context_keep: share of context blocks kept.
-        full_fraction: share of query blocks on exact attention.
-        exact_block_fraction: share of kept key blocks attended exactly on the Taylor path.
-        sharpness_fraction: share of target key blocks in the sharpness score.
-        gate_dim: width of the hidden states feeding the gate; ``None`` for no gate (and no coarse path).
-        gate_heads: outputs of the gate (1, or the number of heads).
-        routing: see :func:`isa_attention`.
-        backend: see :func:`isa_attention`.
-
-    Example:
-        >>> attn = ISAAttention(block_size=8, gate_dim=16)
-        >>> q, k, v = torch.randn(3, 1, 40, 2, 8).unbind(0)
-        >>> attn(q, k, v, target_len=24, x=torch.randn(1, 40, 16)).shape
-        torch.Size([1, 40, 2, 8])
-    """
-
-    def __init__(
-        self,
-        block_size: int = 64,
-        context_keep: float = 0.125,
-        full_fraction: float = 0.5,
-        exact_block_fraction: float = 0.0625,
-        sharpness_fraction: float = 0.0625,
-        gate_dim: int | None = None,
-        gate_heads: int = 1,
-        routing: str = "sharpness",
-        backend: str = "torch",
-    ) -> None:
-        super().__init__()
-        for name, value in (
-            ("context_keep", context_keep),
-            ("full_fraction", full_fraction),
-            ("exact_block_fraction", exact_block_fraction),
-            ("sharpness_fraction", sharpness_fraction),
-        ):
-            _check_fraction(name, value)
-        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-            raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-        if routing not in ISA_ROUTINGS:
-            raise ValueError(f"routing must be one of {ISA_ROUTINGS}, got {routing!r}")
-        if backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-        if gate_dim is not None and (isinstance(gate_dim, bool) or not isinstance(gate_dim, int) or gate_dim < 1):
-            raise ValueError(f"gate_dim must be a positive integer or None, got {gate_dim!r}")
-        if isinstance(gate_heads, bool) or not isinstance(gate_heads, int) or gate_heads < 1:
-            raise ValueError(f"gate_heads must be a positive integer, got {gate_heads!r}")
-        self.block_size, self.context_keep, self.full_fraction = block_size, context_keep, full_fraction
-        self.exact_block_fraction, self.sharpness_fraction = exact_block_fraction, sharpness_fraction
-        self.routing, self.backend = routing, backend
-        self.gate: nn.Linear | None = None
-        if gate_dim is not None:
-            self.gate = nn.Linear(gate_dim, gate_heads)
-            nn.init.zeros_(self.gate.weight)
-            nn.init.zeros_(self.gate.bias)
-
-    def forward(
-        self, q: Tensor, k: Tensor, v: Tensor, target_len: int, x: Tensor | None = None, scale: float | None = None
-    ) -> Tensor:
-        """Attend; ``x`` ``(batch, seq, gate_dim)`` feeds the gate and is required when the module has one."""
-        gate_logits = None
-        if self.gate is not None:
-            if x is None:
-                raise ValueError("x (the hidden states feeding the gate) is required when gate_dim is set, got None")
-            gate_logits = self.gate(x)
-        out = isa_attention(
-            q, k, v, target_len,
-            block_size=self.block_size, context_keep=self.context_keep, full_fraction=self.full_fraction,
-            exact_block_fraction=self.exact_block_fraction, sharpness_fraction=self.sharpness_fraction,
-            gate_logits=gate_logits, scale=scale, routing=self.routing, backend=self.backend,
-        )  # fmt: skip
-        assert isinstance(out, Tensor)
-        return out
