@@ -28,6 +28,7 @@ class ISAAttention(nn.Module):
         backend: see :func:`isa_attention`.
 
     Example:
+        >>> import torch
         >>> attn = ISAAttention(block_size=8, gate_dim=16)
         >>> q, k, v = torch.randn(3, 1, 40, 2, 8).unbind(0)
         >>> attn(q, k, v, target_len=24, x=torch.randn(1, 40, 16)).shape
