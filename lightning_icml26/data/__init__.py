@@ -34,8 +34,10 @@ from lightning_icml26.data.tabular import (
     split_indices,
 )
 from lightning_icml26.data.text import ByteChunkDataset, StdlibTextDataModule, load_stdlib_bytes
+from lightning_icml26.data.video_qkv import video_qkv
 
 __all__ = [
+    "video_qkv",
     "RWM1984_COUNTS",
     "load_rwm1984",
     "BoltzmannDataModule",

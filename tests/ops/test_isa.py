@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lightning_icml26.ops.attention import ISAAttention, isa_attention
+from lightning_icml26.ops.attention import ISAAttention, isa_attention, topk_block_attention
 
 
 def _dense(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -196,3 +196,21 @@ def test_module_bad_inputs() -> None:
         ISAAttention(gate_dim=0)
     with pytest.raises(ValueError, match="x "):
         ISAAttention(block_size=4, gate_dim=3)(_q, _k, _v, 8)
+
+
+def test_topk_block_attention_dense_when_all_kept_and_skips_otherwise() -> None:
+    q, k, v = _qkv(2, 37, 2, 8, seed=8)
+    torch.testing.assert_close(topk_block_attention(q, k, v, 5, block_size=8), _dense(q, k, v), atol=1e-5, rtol=0)
+    # one block per query block: each query block sees only the tokens of its top pooled key block
+    out = topk_block_attention(q, k, v, 1, block_size=8)
+    scale = 8**-0.5
+    for h in range(2):
+        qm = torch.stack([q[0, i : i + 8, h].mean(0) for i in range(0, 37, 8)])
+        km = torch.stack([k[0, i : i + 8, h].mean(0) for i in range(0, 37, 8)])
+        best = (qm @ km.T).argmax(-1)
+        for i, j in enumerate(best.tolist()):
+            rows, cols = slice(8 * i, 8 * i + 8), slice(8 * j, 8 * j + 8)
+            p = torch.softmax(q[0, rows, h] @ k[0, cols, h].T * scale, -1)
+            torch.testing.assert_close(out[0, rows, h], p @ v[0, cols, h], atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="blocks_per_query"):
+        topk_block_attention(q, k, v, 6, block_size=8)

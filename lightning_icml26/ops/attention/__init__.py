@@ -8,6 +8,7 @@ Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have
 from __future__ import annotations
 
 from lightning_icml26.ops.attention._kernels import apply_rotary
+from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.dense import dense_attention
 from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
 from lightning_icml26.ops.attention.isa_module import ISAAttention
@@ -51,6 +52,7 @@ __all__ = [
     "route_attention",
     "route_hf_model",
     "SavedTensorBytes",
+    "topk_block_attention",
     "ulysses_attention",
     "upipe_attention",
     "upipe_qkv_attention",

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["ISA_BACKENDS", "ISA_ROUTINGS", "check_fraction", "check_isa_inputs", "isa_attention"]
+__all__ = ["ISA_BACKENDS", "ISA_ROUTINGS", "check_fraction", "check_isa_inputs", "check_same_qkv", "isa_attention"]
 
 ISA_ROUTINGS = ("sharpness", "random", "taylor")
 ISA_BACKENDS = ("torch",)
@@ -46,8 +46,8 @@ def _count(fraction: float, n: int) -> int:
     return max(1, min(n, int(math.floor(fraction * n + 1e-9))))
 
 
-def check_isa_inputs(q: Any, k: Any, v: Any, target_len: Any, block_size: Any) -> None:
-    """Raise ``TypeError``/``ValueError`` naming the argument when ISA's tensor inputs disagree."""
+def check_same_qkv(q: Any, k: Any, v: Any) -> None:
+    """Raise ``TypeError``/``ValueError`` naming the argument unless q, k, v are 4-D float tensors alike."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -61,6 +61,11 @@ def check_isa_inputs(q: Any, k: Any, v: Any, target_len: Any, block_size: Any) -
         raise ValueError(
             f"q, k, v must have the same shape, got q={tuple(q.shape)}, k={tuple(k.shape)}, v={tuple(v.shape)}"
         )
+
+
+def check_isa_inputs(q: Any, k: Any, v: Any, target_len: Any, block_size: Any) -> None:
+    """Raise ``TypeError``/``ValueError`` naming the argument when ISA's inputs disagree."""
+    check_same_qkv(q, k, v)
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
     seq = q.shape[1]
