@@ -8,7 +8,8 @@ a 3-axis rotary embedding of their (f, h, w) position.
 
 The context clip (the reference an editor looks at) is a noisy, redundant copy of the target field: the same
 latent field plus noise, its keys shrunk by ``context_gain`` (< 1), so it receives less attention than the
-target by construction. Context positions follow the target's in time (frames ``frames .. 2 frames - 1``).
+target by construction. The context shares the target's rotary positions (it is aligned with the target, frame
+for frame).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ import torch
 from torch import Tensor
 
 __all__ = ["video_qkv"]
+
+_MODES = 12  # random cosine modes of each head's latent field
+_CYCLES_PER_TOKEN = 0.03  # largest spatial frequency of the field (smooth over a 4 x 4 x 4 block)
+_ROTARY_STEP, _ROTARY_BASE = 0.2, 100.0  # rotary angle per grid step at the top frequency; frequency base
 
 
 def _rotary(x: Tensor, pos: Tensor, base: float) -> Tensor:
@@ -41,6 +46,43 @@ def _check_int(name: str, value: object, low: int) -> int:
     return value
 
 
+def _tile_order(frames: int, height: int, width: int, tile: tuple[int, int, int] | None) -> Tensor:
+    """(f, h, w) of every token, frame-major, or tile by tile (compact cubes of consecutive tokens)."""
+    f_, h_, w_ = torch.meshgrid(torch.arange(frames), torch.arange(height), torch.arange(width), indexing="ij")
+    grid = torch.stack([f_, h_, w_], dim=-1).reshape(-1, 3)
+    if tile is None:
+        return grid
+    t = torch.tensor(tile)
+    outer, inner = grid // t, grid % t
+    n_outer = -(-torch.tensor([frames, height, width]) // t)
+    key = ((outer[:, 0] * n_outer[1] + outer[:, 1]) * n_outer[2] + outer[:, 2]) * int(t.prod())
+    key = key + (inner[:, 0] * t[1] + inner[:, 1]) * t[2] + inner[:, 2]
+    return grid[key.argsort()]
+
+
+def _sample(
+    grid: Tensor, heads: int, head_dim: int, temperature: float, noise_std: float, context_gain: float,
+    g: torch.Generator,
+) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    n, f64 = grid.shape[0], torch.float64
+    omega = _CYCLES_PER_TOKEN * (2 * torch.rand(heads, _MODES, 3, generator=g, dtype=f64) - 1)
+    phase = 2 * math.pi * torch.rand(heads, _MODES, generator=g, dtype=f64)
+    field = torch.cos(2 * math.pi * torch.einsum("nc,hmc->nhm", grid, omega) + phase) / math.sqrt(_MODES)
+    noise = torch.randn(n, heads, _MODES, generator=g, dtype=f64) * noise_std / math.sqrt(_MODES)
+    proj = torch.randn(3, heads, _MODES, head_dim, generator=g, dtype=f64)
+    proj[1] = proj[0] + 0.5 * proj[1]  # keys resemble queries: similar fields score high
+    gain = torch.exp((field * torch.randn(heads, _MODES, generator=g, dtype=f64)).sum(-1, keepdim=True))
+    scale = math.sqrt(temperature) * head_dim**-0.25  # q.k / sqrt(D) of order temperature
+    pos = _ROTARY_STEP * grid
+    out: list[list[Tensor]] = [[], [], []]
+    for latent, key_gain in ((field, 1.0), (field + noise, context_gain)):
+        out[0].append(_rotary(scale * gain * torch.einsum("nhm,hmd->nhd", latent, proj[0]), pos, _ROTARY_BASE))
+        out[1].append(_rotary(key_gain * scale * torch.einsum("nhm,hmd->nhd", latent, proj[1]), pos, _ROTARY_BASE))
+        out[2].append(torch.einsum("nhm,hmd->nhd", latent, proj[2]))
+    q, k, v = (torch.cat(parts) for parts in out)
+    return q, k, v
+
+
 def video_qkv(
     frames: int,
     height: int,
@@ -49,16 +91,10 @@ def video_qkv(
     heads: int = 4,
     head_dim: int = 64,
     batch: int = 1,
-    modes: int = 12,
     temperature: float = 2.0,
     context_noise: float = 0.5,
     context_gain: float = 0.6,
-    rotary_base: float = 100.0,
-    rotary_step: float = 0.2,
-    gain_spread: float = 1.0,
-    cycles_per_token: float = 0.03,
     tile: tuple[int, int, int] | None = (4, 4, 4),
-    context_offset: int = 0,
     seed: int = 0,
     dtype: torch.dtype = torch.float32,
 ) -> tuple[Tensor, Tensor, Tensor, int]:
@@ -71,11 +107,11 @@ def video_qkv(
         heads: attention heads.
         head_dim: per-head width (even).
         batch: independent samples.
-        modes: random cosine modes of the latent field.
         temperature: overall logit scale (larger: sharper attention).
         context_noise: standard deviation of the noise added to the context field (relative to the field's).
         context_gain: factor on the context keys, in ``(0, 1]`` (smaller: less salient context).
-        rotary_base: base of the rotary frequencies (small: positions matter over short distances).
+        tile: token order; ``(tf, th, tw)`` lists the tokens tile by tile (each tile frame-major inside), so
+            that ``tf * th * tw`` consecutive tokens form a compact cube; ``None`` for plain frame-major order.
         seed: random seed; the same arguments give the same tensors.
         dtype: floating dtype of the outputs.
 
@@ -90,57 +126,27 @@ def video_qkv(
     """
     for name, value, low in (
         ("frames", frames, 1), ("height", height, 1), ("width", width, 1), ("heads", heads, 1),
-        ("head_dim", head_dim, 2), ("batch", batch, 1), ("modes", modes, 1),
+        ("head_dim", head_dim, 2), ("batch", batch, 1),
     ):  # fmt: skip
         _check_int(name, value, low)
     if head_dim % 2:
         raise ValueError(f"head_dim must be even (rotary pairs), got {head_dim}")
-    for name, val in (("temperature", temperature), ("rotary_base", rotary_base)):
-        if not isinstance(val, int | float) or not val > 0:
-            raise ValueError(f"{name} must be a positive number, got {val!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature > 0:
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
     if not isinstance(context_noise, int | float) or context_noise < 0:
         raise ValueError(f"context_noise must be a non-negative number, got {context_noise!r}")
     if not isinstance(context_gain, int | float) or not 0 < context_gain <= 1:
         raise ValueError(f"context_gain must be in (0, 1], got {context_gain!r}")
+    if tile is not None and (
+        not isinstance(tile, tuple)
+        or len(tile) != 3
+        or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in tile)
+    ):
+        raise ValueError(f"tile must be None or a tuple of three positive integers, got {tile!r}")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     g = torch.Generator().manual_seed(seed)
-    f_, h_, w_ = torch.meshgrid(torch.arange(frames), torch.arange(height), torch.arange(width), indexing="ij")
-    grid = torch.stack([f_, h_, w_], dim=-1).reshape(-1, 3)
-    if tile is not None:  # tokens ordered tile by tile, so that a block of consecutive tokens is a compact cube
-        t = torch.tensor(tile)
-        outer, inner = grid // t, grid % t
-        n_outer = -(-torch.tensor([frames, height, width]) // t)
-        key = ((outer[:, 0] * n_outer[1] + outer[:, 1]) * n_outer[2] + outer[:, 2]) * int(t.prod())
-        key = key + (inner[:, 0] * t[1] + inner[:, 1]) * t[2] + inner[:, 2]
-        grid = grid[key.argsort()]
-    grid = grid.to(torch.float64)
-    n = grid.shape[0]
-    pos_c = grid + torch.tensor([context_offset, 0.0, 0.0], dtype=torch.float64)
-    qs, ks, vs = [], [], []
-    for _ in range(batch):
-        omega = cycles_per_token * (2 * torch.rand(heads, modes, 3, generator=g, dtype=torch.float64) - 1)
-        phase = 2 * math.pi * torch.rand(heads, modes, generator=g, dtype=torch.float64)
-        field = torch.cos(2 * math.pi * torch.einsum("nc,hmc->nhm", grid, omega) + phase) / math.sqrt(modes)
-        noise = torch.randn(n, heads, modes, generator=g, dtype=torch.float64) * context_noise / math.sqrt(modes)
-        proj = torch.randn(3, heads, modes, head_dim, generator=g, dtype=torch.float64)
-        proj[1] = proj[0] + 0.5 * proj[1]  # keys resemble queries: similar fields score high
-        gain_w = torch.randn(heads, modes, generator=g, dtype=torch.float64)
-        gain = torch.exp(gain_spread * (field * gain_w).sum(-1, keepdim=True))  # (N, H, 1), smooth and positive
-        scale = math.sqrt(temperature) * head_dim**-0.25  # q.k / sqrt(D) of order temperature
-
-        def project(latent: Tensor, which: int) -> Tensor:
-            return torch.einsum("nhm,hmd->nhd", latent, proj[which])
-
-        q_t = _rotary(scale * gain * project(field, 0), rotary_step * grid, rotary_base)
-        k_t = _rotary(scale * project(field, 1), rotary_step * grid, rotary_base)
-        v_t = project(field, 2)
-        ctx = field + noise
-        q_c = _rotary(scale * gain * project(ctx, 0), rotary_step * pos_c, rotary_base)
-        k_c = _rotary(context_gain * scale * project(ctx, 1), rotary_step * pos_c, rotary_base)
-        v_c = project(ctx, 2)
-        qs.append(torch.cat([q_t, q_c]))
-        ks.append(torch.cat([k_t, k_c]))
-        vs.append(torch.cat([v_t, v_c]))
-    q, k, v = (torch.stack(t).to(dtype) for t in (qs, ks, vs))
-    return q, k, v, n
+    grid = _tile_order(frames, height, width, tile).to(torch.float64)
+    samples = [_sample(grid, heads, head_dim, temperature, context_noise, context_gain, g) for _ in range(batch)]
+    q, k, v = (torch.stack(parts).to(dtype) for parts in zip(*samples, strict=True))
+    return q, k, v, grid.shape[0]

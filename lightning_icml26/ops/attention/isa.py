@@ -37,6 +37,7 @@ ISA_BACKENDS = ("torch",)
 
 
 def check_fraction(name: str, value: Any) -> float:
+    """Return ``value`` as a float, or raise ``ValueError`` naming ``name`` unless it lies in ``(0, 1]``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) <= 1.0:
         raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
     return float(value)
