@@ -152,6 +152,34 @@ def _summary(runs: list[dict[str, Any]], temperature: float) -> list[dict[str, A
     return table
 
 
+def summarise_insights(by_temp: dict[float, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per temperature: (mean, sd) over seeds of the context-mass ratio and the two Spearman correlations."""
+    names = ("context_mass_ratio", "spearman_taylor", "spearman_zeroth")
+    return [{"temperature": t, **{n: _mean_sd([r[n] for r in runs]) for n in names}} for t, runs in by_temp.items()]
+
+
+def build_targets(by_temp: dict[float, list[dict[str, Any]]], insights: list[dict[str, Any]]) -> dict[str, Any]:
+    """The targets, each the worst case over temperatures (same keys at every size)."""
+
+    def err(runs: list[dict[str, Any]], m: str) -> float:
+        return statistics.mean(r["rows"][m]["rel_l2"] for r in runs)
+
+    every = [r for runs in by_temp.values() for r in runs]
+    return {
+        "isa_score_ratio": target(worst([r["rows"]["isa"]["score_ratio"] for r in every], "max"), "<=", 0.4),
+        "isa_cosine_min": target(worst([r["rows"]["isa"]["cosine"] for r in every], "min"), ">=", 0.99),
+        "isa_err_over_topk_block": target(
+            worst([ratio(err(runs, "isa"), err(runs, "topk_block")) for runs in by_temp.values()], "max"), "<", 1.0
+        ),
+        "isa_err_over_isa_random": target(
+            worst([ratio(err(runs, "isa"), err(runs, "isa_random")) for runs in by_temp.values()], "max"), "<", 1.0
+        ),
+        "context_mass_ratio": target(worst([row["context_mass_ratio"][0] for row in insights], "max"), "<", 1.0),
+        "sharpness_error_spearman": target(worst([row["spearman_taylor"][0] for row in insights], "min"), ">", 0.0),
+        "gpu_latency_ratio_64k": target(float("nan"), "<=", 0.4),
+    }
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
@@ -167,30 +195,12 @@ def main() -> None:
     print(f"\nISA vs baselines: N_t = N_c = {n_t}, H = 4, D = 64, block {BLOCK}, seeds {seeds} (mean ± sd)\n")
     table = [row for t, runs in by_temp.items() for row in _summary(runs, t)]
     print(markdown_table(table))
-    names = ("context_mass_ratio", "spearman_taylor", "spearman_zeroth")
-    insights = [{"temperature": t, **{n: _mean_sd([r[n] for r in runs]) for n in names}} for t, runs in by_temp.items()]
+    insights = summarise_insights(by_temp)
     print("\nInsights (mean ± sd over seeds):\n")
     print(markdown_table([{k: (f"{v[0]:.3g} ± {v[1]:.2g}" if isinstance(v, tuple) else v) for k, v in row.items()}
                           for row in insights]))  # fmt: skip
     print("\nGPU latency (Triton vs SDPA, 16K-64K tokens): not measured (no GPU on this machine)")
-
-    def err(runs: list[dict[str, Any]], m: str) -> float:
-        return statistics.mean(r["rows"][m]["rel_l2"] for r in runs)
-
-    every = [r for runs in by_temp.values() for r in runs]
-    targets = {
-        "isa_score_ratio": target(worst([r["rows"]["isa"]["score_ratio"] for r in every], "max"), "<=", 0.4),
-        "isa_cosine_min": target(worst([r["rows"]["isa"]["cosine"] for r in every], "min"), ">=", 0.99),
-        "isa_err_over_topk_block": target(
-            worst([ratio(err(runs, "isa"), err(runs, "topk_block")) for runs in by_temp.values()], "max"), "<", 1.0
-        ),
-        "isa_err_over_isa_random": target(
-            worst([ratio(err(runs, "isa"), err(runs, "isa_random")) for runs in by_temp.values()], "max"), "<", 1.0
-        ),
-        "context_mass_ratio": target(worst([row["context_mass_ratio"][0] for row in insights], "max"), "<", 1.0),
-        "sharpness_error_spearman": target(worst([row["spearman_taylor"][0] for row in insights], "min"), ">", 0.0),
-        "gpu_latency_ratio_64k": target(float("nan"), "<=", 0.4),
-    }
+    targets = build_targets(by_temp, insights)
     print_targets(targets)
     figures = {
         "n_target": n_t,
