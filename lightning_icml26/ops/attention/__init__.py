@@ -11,7 +11,7 @@ from lightning_icml26.ops.attention._kernels import apply_rotary
 from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.dense import dense_attention
 from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
-from lightning_icml26.ops.attention.isa_module import ISAAttention
+from lightning_icml26.ops.attention.isa_module import ISAAttention, SDPAAttention
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.module import (
     ATTENTION_BACKENDS,
@@ -52,6 +52,7 @@ __all__ = [
     "route_attention",
     "route_hf_model",
     "SavedTensorBytes",
+    "SDPAAttention",
     "topk_block_attention",
     "ulysses_attention",
     "upipe_attention",

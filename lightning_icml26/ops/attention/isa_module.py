@@ -1,12 +1,13 @@
-"""``ISAAttention``: in-context sparse attention as an ``nn.Module`` with its optional learned gate."""
+"""``ISAAttention`` (in-context sparse attention with its optional learned gate) and its dense twin as modules."""
 
 from __future__ import annotations
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lightning_icml26.ops.attention.isa import ISA_BACKENDS, ISA_ROUTINGS, check_fraction, isa_attention
+from lightning_icml26.ops.attention.isa import ISA_BACKENDS, ISA_ROUTINGS, check_fraction, check_same_qkv, isa_attention
 
-__all__ = ["ISAAttention"]
+__all__ = ["ISAAttention", "SDPAAttention"]
 
 
 class ISAAttention(nn.Module):
@@ -89,3 +90,26 @@ class ISAAttention(nn.Module):
             exact_block_fraction=self.exact_block_fraction, sharpness_fraction=self.sharpness_fraction,
             gate_logits=gate_logits, scale=scale, routing=self.routing, backend=self.backend,
         )  # fmt: skip
+
+
+class SDPAAttention(nn.Module):
+    """Dense attention with :class:`ISAAttention`'s call signature, so the two swap for each other.
+
+    ``target_len`` and ``x`` are accepted and ignored: dense attention needs neither.
+
+    Example:
+        >>> import torch
+        >>> q, k, v = torch.randn(3, 1, 40, 2, 8).unbind(0)
+        >>> dense, sparse = SDPAAttention(), ISAAttention(block_size=8, context_keep=1, full_fraction=1)
+        >>> torch.allclose(dense(q, k, v, 24), sparse(q, k, v, 24), atol=1e-5)
+        True
+    """
+
+    def forward(
+        self, q: Tensor, k: Tensor, v: Tensor, target_len: int | None = None, x: Tensor | None = None,
+        scale: float | None = None,
+    ) -> Tensor:  # fmt: skip
+        """``(batch, seq, heads, head_dim)`` q, k, v -> softmax attention over the whole sequence."""
+        check_same_qkv(q, k, v)
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=scale)
+        return out.transpose(1, 2)
