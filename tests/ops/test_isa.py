@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import torch
@@ -214,3 +215,9 @@ def test_topk_block_attention_dense_when_all_kept_and_skips_otherwise() -> None:
             torch.testing.assert_close(out[0, rows, h], p @ v[0, cols, h], atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="blocks_per_query"):
         topk_block_attention(q, k, v, 6, block_size=8)
+
+
+def test_triton_backend_without_triton_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "triton", None)  # makes `import triton` fail as if it were absent
+    with pytest.raises(ImportError, match="kernels"):
+        isa_attention(_q, _k, _v, 8, block_size=16, backend="triton")

@@ -23,6 +23,7 @@ block, target or context, is routed; blocks never straddle the target/context bo
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any, Literal, overload
 
@@ -30,10 +31,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from lightning_icml26._optional import require
+
 __all__ = ["ISA_BACKENDS", "ISA_ROUTINGS", "check_fraction", "check_isa_inputs", "check_same_qkv", "isa_attention"]
 
 ISA_ROUTINGS = ("sharpness", "random", "taylor")
-ISA_BACKENDS = ("torch",)
+ISA_BACKENDS = ("torch", "triton")
 
 
 def check_fraction(name: str, value: Any) -> float:
@@ -110,6 +113,18 @@ class _Blocks:
         return xp.sum(3) / self.counts.to(xp.dtype)[:, None]
 
 
+def _triton_path(backend: Any, block_size: int) -> Any:
+    """``None`` for the torch backend, else the Triton Taylor path (imports triton now, or says how to)."""
+    if backend not in ISA_BACKENDS:
+        raise ValueError(f"backend must be one of {ISA_BACKENDS}, got {backend!r}")
+    if backend == "torch":
+        return None
+    require("triton", extra="kernels", purpose="ISA's Triton backend")
+    if block_size < 16 or block_size & (block_size - 1):
+        raise ValueError(f"block_size must be a power of two >= 16 for backend='triton', got {block_size}")
+    return importlib.import_module("lightning_icml26.ops.attention.isa_triton").taylor_path_triton
+
+
 def _gather_blocks(xp: Tensor, idx: Tensor) -> Tensor:
     """Blocks ``idx`` (``(B, H, *m)``) of ``xp`` (``(B, H, n, b, D)``) -> ``(B, H, *m, b, D)``."""
     bsz, heads, _, b, d = xp.shape
@@ -128,21 +143,24 @@ def _taylor(
     exact_local: Tensor,
     lay: _Blocks,
     scale: float,
+    triton_path: Any = None,
 ) -> Tensor:
     """The Taylor path for query blocks ``qb`` (``(B, H, m, b, D)``) with their exact kept blocks ``exact_local``."""
     bsz, heads, m, b, d = qb.shape
     exact = kv_idx.unsqueeze(2).expand(-1, -1, m, -1).gather(3, exact_local)  # global block ids (B, H, m, NS)
+    km = k_mean.gather(2, kv_idx[..., None].expand(-1, -1, -1, d))  # (B, H, n_kv, D)
+    vm = v_mean.gather(2, kv_idx[..., None].expand(-1, -1, -1, d))
+    log_c = lay.counts.to(torch.float32 if qb.dtype != torch.float64 else qb.dtype).log()[kv_idx]  # (B, H, n_kv)
+    is_exact = torch.zeros(bsz, heads, m, kv_idx.shape[-1], dtype=torch.bool, device=qb.device)
+    is_exact.scatter_(3, exact_local, True)
+    if triton_path is not None:
+        return triton_path(qb, kp, vp, km, vm, log_c, lay.counts, exact, is_exact, scale)  # type: ignore[no-any-return]
     ke = _gather_blocks(kp, exact).reshape(bsz, heads, m, -1, d)
     ve = _gather_blocks(vp, exact).reshape(bsz, heads, m, -1, d)
     tok = torch.matmul(qb, ke.transpose(-1, -2)) * scale  # (B, H, m, b, NS*b)
     tok_valid = lay.valid[exact].reshape(bsz, heads, m, 1, -1)
     tok = tok.masked_fill(~tok_valid, float("-inf"))
-    km = k_mean.gather(2, kv_idx[..., None].expand(-1, -1, -1, d))  # (B, H, n_kv, D)
-    vm = v_mean.gather(2, kv_idx[..., None].expand(-1, -1, -1, d))
-    log_c = lay.counts.to(qb.dtype).log()[kv_idx]  # (B, H, n_kv)
-    blk = torch.einsum("bhmqd,bhkd->bhmqk", qb, km) * scale + log_c[:, :, None, None, :]
-    is_exact = torch.zeros(bsz, heads, m, kv_idx.shape[-1], dtype=torch.bool, device=qb.device)
-    is_exact.scatter_(3, exact_local, True)
+    blk = torch.einsum("bhmqd,bhkd->bhmqk", qb, km) * scale + log_c[:, :, None, None, :].to(qb.dtype)
     blk = blk.masked_fill(is_exact[:, :, :, None, :], float("-inf"))
     probs = torch.softmax(torch.cat([tok, blk], dim=-1), dim=-1)
     n_tok = tok.shape[-1]
@@ -228,7 +246,9 @@ def isa_attention(
             blocks; an ablation) or ``"taylor"`` (every query block on the Taylor path, ignoring
             ``full_fraction``).
         generator: random generator for ``routing="random"``.
-        backend: ``"torch"`` (this reference).
+        backend: ``"torch"`` (this reference) or ``"triton"`` (the Taylor path as a Triton kernel, forward and
+            backward; needs the ``kernels`` extra and a power-of-two ``block_size >= 16``; everything else
+            stays in torch).
         return_info: also return a dict with the selections and the count of computed scores.
 
     Returns:
@@ -249,8 +269,7 @@ def isa_attention(
     sharpness_fraction = check_fraction("sharpness_fraction", sharpness_fraction)
     if routing not in ISA_ROUTINGS:
         raise ValueError(f"routing must be one of {ISA_ROUTINGS}, got {routing!r}")
-    if backend not in ISA_BACKENDS:
-        raise ValueError(f"backend must be one of {ISA_BACKENDS}, got {backend!r}")
+    triton_path = _triton_path(backend, block_size)
     bsz, seq, heads, d = q.shape
     if gate_logits is not None:
         if not isinstance(gate_logits, Tensor):
@@ -305,7 +324,7 @@ def isa_attention(
     if sparse_idx.shape[-1] > 0:  # 3b. the Taylor path
         qs = _gather_blocks(qp, sparse_idx)
         ex = exact_local.gather(2, sparse_idx[..., None].expand(-1, -1, -1, n_exact))
-        os_ = _taylor(qs, kp, vp, k_mean, v_mean, kv_idx, ex, lay, scale)
+        os_ = _taylor(qs, kp, vp, k_mean, v_mean, kv_idx, ex, lay, scale, triton_path)
         out_p = out_p.scatter(2, sparse_idx[..., None, None].expand(-1, -1, -1, lay.b, d), os_)
     if gate_logits is not None:  # 4. gated coarse path
         coarse = torch.matmul(pooled, v_mean)  # (B, H, n, D)
