@@ -13,6 +13,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_icml26.data._sampling import EpochSeededSampler
+
 __all__ = ["PALETTE", "MovingShapesEditDataModule", "make_edit_clips"]
 
 PALETTE = torch.tensor(
@@ -104,11 +106,11 @@ class MovingShapesEditDataModule(pl.LightningDataModule):
         self.val_set = TensorDataset(*make_edit_clips(self.n_val, seed=self.seed + 1, **kw))
 
     def train_dataloader(self) -> DataLoader:
-        """Shuffled with a seeded generator, so a resumed run sees the same order."""
+        """Shuffled by (seed, epoch), so a resumed run sees the same batches as an uninterrupted one."""
         if self.train_set is None:
             self.setup("fit")
-        g = torch.Generator().manual_seed(self.seed)
-        return DataLoader(self.train_set, batch_size=self.batch_size, shuffle=True, generator=g)  # type: ignore[arg-type]
+        sampler = EpochSeededSampler(self.n_train, seed=self.seed)
+        return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler)  # type: ignore[arg-type]
 
     def val_dataloader(self) -> DataLoader:
         """In order."""
