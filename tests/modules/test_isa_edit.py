@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
-from lightning.pytorch import Trainer
+from lightning.pytorch import Callback, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from lightning_icml26.data import MovingShapesEditDataModule, make_edit_clips
@@ -14,7 +15,7 @@ from lightning_icml26.modules import InContextEditor
 from lightning_icml26.modules.isa_edit import patchify, unpatchify
 from lightning_icml26.ops.attention import ISAAttention, SDPAAttention
 
-ARCH = {"frames": 2, "size": 8, "patch": 4, "hidden": 16, "heads": 2, "depth": 1}
+ARCH: dict[str, Any] = {"frames": 2, "size": 8, "patch": 4, "hidden": 16, "heads": 2, "depth": 1}
 ISA = {"block_size": 4, "context_keep": 0.5}
 
 
@@ -56,7 +57,7 @@ def test_isa_cores_and_gate_start_closed() -> None:
 
 
 def _trainer(root: Path, epochs: int, save: bool) -> Trainer:
-    callbacks = [ModelCheckpoint(dirpath=root, save_last=True)] if save else []
+    callbacks: list[Callback] = [ModelCheckpoint(dirpath=root, save_last=True)] if save else []
     return Trainer(max_epochs=epochs, default_root_dir=root, logger=False, enable_checkpointing=save,
                    callbacks=callbacks, enable_progress_bar=False, enable_model_summary=False,
                    num_sanity_val_steps=0, deterministic=True)  # fmt: skip
