@@ -125,11 +125,11 @@ def test_sharpness_routing_sends_sharp_blocks_to_exact_attention() -> None:
 
 
 def test_gradcheck_fp64() -> None:
-    q, k, v = (t.requires_grad_() for t in _qkv(1, 22, 1, 3, seed=5, dtype=torch.float64))
-    gate = torch.randn(1, 22, 1, dtype=torch.float64, requires_grad=True)
+    q, k, v = (t.requires_grad_() for t in _qkv(1, 18, 1, 2, seed=5, dtype=torch.float64))
+    gate = torch.randn(1, 18, 1, dtype=torch.float64, requires_grad=True)
 
     def fn(q_, k_, v_, g_):  # type: ignore[no-untyped-def]
-        return isa_attention(q_, k_, v_, 10, block_size=4, context_keep=0.5, gate_logits=g_, exact_block_fraction=0.4)
+        return isa_attention(q_, k_, v_, 9, block_size=4, context_keep=0.5, gate_logits=g_, exact_block_fraction=0.4)
 
     assert torch.autograd.gradcheck(fn, (q, k, v, gate), eps=1e-6, atol=1e-5)
 
