@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import math
 
+import torch
+
 isa_bench = importlib.import_module("benchmarks.isa_attention")
 
 
@@ -27,3 +29,19 @@ def test_small_run_rows_and_targets() -> None:
     assert math.isnan(small["gpu_latency_ratio_64k"]["value"])
     assert small["gpu_latency_ratio_64k"]["met"] is False
     assert small["isa_score_ratio"]["value"] == rows["isa"]["score_ratio"]
+
+
+def test_gpu_latency_target_reads_the_64k_row_and_is_empty_without_cuda() -> None:
+    run = {
+        "rows": {m: {"score_ratio": 0.3, "rel_l2": 0.1, "cosine": 0.995} for m in ("topk_block", "isa_random", "isa")},
+        "context_mass_ratio": 0.5,
+        "spearman_taylor": 0.2,
+        "spearman_zeroth": 0.3,
+    }
+    by_temp = {2.0: [run]}
+    gpu = [{"tokens": 16384, "ratio": 0.9}, {"tokens": 65536, "ratio": 0.35}]
+    targets = isa_bench.build_targets(by_temp, isa_bench.summarise_insights(by_temp), gpu)
+    assert targets["gpu_latency_ratio_64k"] == {"value": 0.35, "target": "<= 0.4", "met": True}
+    assert targets["isa_err_over_isa_random"]["met"] is False  # equal errors are not lower
+    if not torch.cuda.is_available():
+        assert isa_bench.gpu_latency() == []
