@@ -19,9 +19,11 @@ from lightning_icml26.callbacks.sparsity import (
     magnitude_masks,
     threshold_sweep,
 )
+from lightning_icml26.callbacks.swap_attention import SwapAttentionForInference
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
+    "SwapAttentionForInference",
     "FailOnNonFiniteLoss",
     "NonFiniteLossError",
     "LassoBaseline",

@@ -21,6 +21,7 @@ from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
+from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.sparse_regression import SparseRegressionDataModule, make_sparse_regression
 from lightning_icml26.data.spirals import SpiralsDataModule, make_spirals
@@ -34,8 +35,12 @@ from lightning_icml26.data.tabular import (
     split_indices,
 )
 from lightning_icml26.data.text import ByteChunkDataset, StdlibTextDataModule, load_stdlib_bytes
+from lightning_icml26.data.video_qkv import video_qkv
 
 __all__ = [
+    "video_qkv",
+    "make_edit_clips",
+    "MovingShapesEditDataModule",
     "RWM1984_COUNTS",
     "load_rwm1984",
     "BoltzmannDataModule",

@@ -12,6 +12,7 @@ from lightning_icml26.modules.fedusd import (
     FedAvgClient,
     SyntheticSetDistiller,
 )
+from lightning_icml26.modules.isa_edit import EditBlock, InContextEditor
 from lightning_icml26.modules.itc import TokenWorldModel, VQTokenizer, rollout
 from lightning_icml26.modules.nets import MLP
 from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe
@@ -21,6 +22,8 @@ from lightning_icml26.modules.sparse_regression import SparseRegressionModule
 __all__ = [
     "AggregationFreeServer",
     "ConvNet",
+    "EditBlock",
+    "InContextEditor",
     "FedAvgClient",
     "SyntheticSetDistiller",
     "BasicBlock",
