@@ -6,6 +6,14 @@ Inspired by an ICML 2026 method against iteration collapse in self-play (see ``d
 from __future__ import annotations
 
 from lightning_icml26.algorithms.novelty.calibration import CalibratedSeenDetector, EmpiricalCDF
+from lightning_icml26.algorithms.novelty.reward import (
+    MemoryPenalty,
+    NoveltyReward,
+    agreement_rate,
+    bleu_distance_matrix,
+    repetition_penalty,
+    uncertainty_reward,
+)
 from lightning_icml26.algorithms.novelty.detectors import (
     DeepSVDDDetector,
     IsolationForestDetector,
@@ -16,6 +24,12 @@ from lightning_icml26.algorithms.novelty.detectors import (
 )
 
 __all__ = [
+    "agreement_rate",
+    "bleu_distance_matrix",
+    "MemoryPenalty",
+    "NoveltyReward",
+    "repetition_penalty",
+    "uncertainty_reward",
     "CalibratedSeenDetector",
     "check_embeddings",
     "DeepSVDDDetector",
