@@ -6,14 +6,6 @@ Inspired by an ICML 2026 method against iteration collapse in self-play (see ``d
 from __future__ import annotations
 
 from lightning_icml26.algorithms.novelty.calibration import CalibratedSeenDetector, EmpiricalCDF
-from lightning_icml26.algorithms.novelty.reward import (
-    MemoryPenalty,
-    NoveltyReward,
-    agreement_rate,
-    bleu_distance_matrix,
-    repetition_penalty,
-    uncertainty_reward,
-)
 from lightning_icml26.algorithms.novelty.detectors import (
     DeepSVDDDetector,
     IsolationForestDetector,
@@ -21,6 +13,14 @@ from lightning_icml26.algorithms.novelty.detectors import (
     OneClassSVMDetector,
     SeenDetector,
     check_embeddings,
+)
+from lightning_icml26.algorithms.novelty.reward import (
+    MemoryPenalty,
+    NoveltyReward,
+    agreement_rate,
+    bleu_distance_matrix,
+    repetition_penalty,
+    uncertainty_reward,
 )
 
 __all__ = [
