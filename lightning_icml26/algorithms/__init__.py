@@ -33,11 +33,15 @@ from lightning_icml26.algorithms.novelty import (
     DeepSVDDDetector,
     IsolationForestDetector,
     KNNDistanceDetector,
+    MemoryPenalty,
+    NoveltyReward,
     OneClassSVMDetector,
     SeenDetector,
 )
 
 __all__ = [
+    "MemoryPenalty",
+    "NoveltyReward",
     "AttributeBlindClassifier",
     "CalibratedSeenDetector",
     "DeepSVDDDetector",

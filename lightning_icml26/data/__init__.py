@@ -22,6 +22,13 @@ from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
+from lightning_icml26.data.selfplay import (
+    CategoricalQuestioner,
+    ProblemBuffer,
+    SelfPlayDataModule,
+    ToySolver,
+    ToyWorld,
+)
 from lightning_icml26.data.sparse_regression import SparseRegressionDataModule, make_sparse_regression
 from lightning_icml26.data.spirals import SpiralsDataModule, make_spirals
 from lightning_icml26.data.tabular import (
@@ -36,6 +43,11 @@ from lightning_icml26.data.tabular import (
 from lightning_icml26.data.text import ByteChunkDataset, StdlibTextDataModule, load_stdlib_bytes
 
 __all__ = [
+    "CategoricalQuestioner",
+    "ProblemBuffer",
+    "SelfPlayDataModule",
+    "ToySolver",
+    "ToyWorld",
     "RWM1984_COUNTS",
     "load_rwm1984",
     "BoltzmannDataModule",
