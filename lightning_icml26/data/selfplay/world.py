@@ -55,10 +55,10 @@ def _render(template: str, difficulty: int, variant: int) -> tuple[str, str]:
     reached, frontier = {src}, [src]
     while frontier:
         node_now = frontier.pop()
-        for x, y in edges:
-            if x == node_now and y not in reached:
-                reached.add(y)
-                frontier.append(y)
+        for tail, head in edges:
+            if tail == node_now and head not in reached:
+                reached.add(head)
+                frontier.append(head)
     return f"edges {text} ; is {dst} reachable from {src}", "yes" if dst in reached else "no"
 
 
