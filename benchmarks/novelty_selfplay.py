@@ -44,15 +44,9 @@ from lightning.pytorch import Trainer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
-from lightning_icml26.algorithms.novelty import (
-    CalibratedSeenDetector,
-    KNNDistanceDetector,
-    MemoryPenalty,
-    NoveltyReward,
-)
 from lightning_icml26.callbacks import SeenDetectorCallback
-from lightning_icml26.data.selfplay import CategoricalQuestioner, SelfPlayDataModule, ToySolver
-from lightning_icml26.modules.novelty import SelfPlayModule
+from lightning_icml26.data.selfplay import SelfPlayDataModule
+from lightning_icml26.modules.novelty import toy_selfplay_module
 
 ARMS = ("uncertainty", "r_zero", "memory", "seen")
 BETAS = (1.0, 2.0, 4.0)
@@ -65,22 +59,15 @@ def run_arm(arm: str, seed: int, iterations: int, beta: float = 2.0) -> dict[str
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     torch.set_num_threads(1)
     dm = SelfPlayDataModule(num_prompts=4, buffer_capacity=256, buffer_policy="fifo", seed=seed)
-    world = dm.world
-    detector = CalibratedSeenDetector(KNNDistanceDetector(k=5), min_buffer=16, seed=seed)
-    memory = MemoryPenalty() if arm == "memory" else None
-    reward = NoveltyReward(
-        detector,
+    module = toy_selfplay_module(
         beta=beta if arm == "seen" else 0.0,
         lambda_rep=0.0 if arm == "uncertainty" else 1.0,
         lambda_mem=1.0 if arm == "memory" else 0.0,
-        memory=memory,
-        n_gram=2,
+        detector="knn",
+        min_buffer=16,
+        optimizer=partial(torch.optim.SGD, lr=QUESTIONER_LR),
+        seed=seed,
     )
-    module = SelfPlayModule(
-        CategoricalQuestioner(world), ToySolver(world), world.embed, reward, categories=world.categories,
-        num_categories=world.num_templates, group_size=8, num_samples=8,
-        optimizer=partial(torch.optim.SGD, lr=QUESTIONER_LR), seed=seed,
-    )  # fmt: skip
     trainer = Trainer(
         max_epochs=iterations, logger=False, enable_checkpointing=False, enable_progress_bar=False,
         enable_model_summary=False, callbacks=[SeenDetectorCallback()], accelerator="cpu",
@@ -142,10 +129,10 @@ def main() -> None:
         })  # fmt: skip
     print(markdown_table(rows))
     print("\nHeld-out score per iteration (mean over seeds, every 5th):")
+    every = range(0, iterations, 5)
     curve_rows = [
-        {"arm": a, **{f"it {i + 1}": np.mean([runs[(a, sd)]["score"][i] for sd in seeds]) for i in range(0, iterations, 5)}}
-        for a in ARMS
-    ]  # fmt: skip
+        {"arm": a, **{f"it {i + 1}": np.mean([runs[(a, sd)]["score"][i] for sd in seeds]) for i in every}} for a in ARMS
+    ]
     print(markdown_table(curve_rows))
     collapse = float(summ["uncertainty"]["drop"].mean())
     void = collapse < 10
