@@ -112,6 +112,7 @@ class SelfPlayModule(LightningModule):
         self.optimizer_factory = optimizer
         self.generator = torch.Generator().manual_seed(int(seed))
         self.used_questions: list[str] = []
+        self.last_rewards = torch.zeros(0, dtype=torch.float64)
         self.history: list[dict[str, float]] = []
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -128,6 +129,7 @@ class SelfPlayModule(LightningModule):
         needs_emb = self.reward.beta > 0 or self.reward.lambda_mem > 0 or self.reward.detector is not None
         emb = self.embed(questions) if needs_emb else None
         terms = self.reward(p_hat, questions, emb)
+        self.last_rewards = terms["reward"]
         adv = group_advantages(terms["reward"], self.group_size).to(self.device)
         logp = self.questioner.log_prob(prompts, questions)  # type: ignore[operator]
         loss = -(adv.to(logp.dtype) * logp).mean()
