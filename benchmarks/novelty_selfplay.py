@@ -24,6 +24,7 @@ Targets (the paper reports no numbers; it claims collapse is mitigated with cons
 
     python benchmarks/novelty_selfplay.py --quick --json outputs/novelty_selfplay_quick.json   # 2 seeds, 30 it.
     python benchmarks/novelty_selfplay.py --json benchmarks/results/novelty_selfplay.json     # 5 seeds, 40 it.
+    python benchmarks/novelty_selfplay.py --quick --llm      # plus 3 SmolLM2-135M iterations with beta 0 and 1
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from benchmarks._common import benchmark_parser, markdown_table, print_targets, 
 from lightning_icml26.callbacks import SeenDetectorCallback
 from lightning_icml26.data.selfplay import SelfPlayDataModule
 from lightning_icml26.modules.novelty import toy_selfplay_module
+from lightning_icml26.modules.novelty.llm import smollm2_selfplay_module
 
 ARMS = ("uncertainty", "r_zero", "memory", "seen")
 BETAS = (1.0, 2.0, 4.0)
@@ -86,6 +88,21 @@ def run_arm(arm: str, seed: int, iterations: int, beta: float = 2.0) -> dict[str
     }
 
 
+def run_llm(beta: float, iterations: int, seed: int) -> dict[str, Any]:
+    """SmolLM2-135M questioner and solver for a few iterations: seen rate and distinct-2 per iteration."""
+    warnings.filterwarnings("ignore")
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    dm = SelfPlayDataModule(num_prompts=1, prompt="Write one short arithmetic question.", seed=seed)
+    module = smollm2_selfplay_module(beta=beta, group_size=4, num_samples=4, seed=seed)
+    trainer = Trainer(
+        max_epochs=iterations, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, callbacks=[SeenDetectorCallback()], accelerator="cpu",
+    )  # fmt: skip
+    start = time.perf_counter()
+    trainer.fit(module, dm)
+    return {"beta": beta, "seconds": time.perf_counter() - start, "history": module.history}
+
+
 def _summary(runs: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     score = np.array([r["score"] for r in runs])
     cov = np.array([r["coverage"] for r in runs])
@@ -104,6 +121,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--llm", action="store_true", help="also 3 SmolLM2-135M iterations with and without beta")
     args = parser.parse_args()
     iterations = 30 if args.quick else args.iterations
     seeds = list(range(args.seed, args.seed + (2 if args.quick else args.seeds)))
@@ -160,6 +178,15 @@ def main() -> None:
         "coverage_curves": {a: [runs[(a, sd)]["coverage"] for sd in seeds] for a in ARMS},
         "seconds": time.perf_counter() - start, "targets": targets,
     }  # fmt: skip
+    if args.llm:
+        llm_rows = []
+        for b in (0.0, 1.0):
+            res = run_llm(b, 3, args.seed)
+            figures.setdefault("llm", []).append(res)
+            for i, r in enumerate(res["history"]):
+                llm_rows.append({"beta": b, "iteration": i + 1, **r})
+        print("\nSmolLM2-135M questioner and solver (informative, no target):")
+        print(markdown_table(llm_rows))
     write_json(args.json, "novelty_selfplay", figures, args)
 
 

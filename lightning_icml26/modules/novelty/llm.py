@@ -13,15 +13,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lightning_icml26._optional import require
-from lightning_icml26.llm import HFCausalLM
+from lightning_icml26.algorithms.novelty import CalibratedSeenDetector, KNNDistanceDetector, NoveltyReward
+from lightning_icml26.llm import HFCausalLM, smollm2
+from lightning_icml26.modules.novelty.selfplay import SelfPlayModule
 
-__all__ = ["LMQuestioner", "LMSolver", "minilm_embedder", "normalise_answer"]
+__all__ = [
+    "ARITHMETIC_HELD_OUT",
+    "LMQuestioner",
+    "LMSolver",
+    "minilm_embedder",
+    "normalise_answer",
+    "smollm2_selfplay_module",
+]
 
 
 def normalise_answer(text: str) -> str:
@@ -157,3 +167,50 @@ def minilm_embedder(device: str = "cpu") -> Callable[[Sequence[str]], Tensor]:
         return torch.as_tensor(model.encode(list(texts), convert_to_numpy=True), dtype=torch.float64)
 
     return embed
+
+
+ARITHMETIC_HELD_OUT = (
+    ("What is 2 + 3?", "5"),
+    ("What is 7 - 4?", "3"),
+    ("What is 6 * 3?", "18"),
+    ("What is 10 + 15?", "25"),
+    ("What is 9 - 12?", "-3"),
+    ("What is 4 * 4?", "16"),
+)
+"""The default held-out problems of :func:`smollm2_selfplay_module`'s solver."""
+
+
+def smollm2_selfplay_module(
+    beta: float = 1.0,
+    lambda_rep: float = 1.0,
+    group_size: int = 4,
+    num_samples: int = 4,
+    max_new_tokens: int = 24,
+    lr: float = 1e-3,
+    min_buffer: int = 4,
+    seed: int = 0,
+) -> SelfPlayModule:
+    """SmolLM2-135M-Instruct as questioner (RMSNorm weights trained by GRPO) and frozen solver, MiniLM embeddings.
+
+    Two copies of the model are loaded (the questioner's are trained, the solver's are not). ``beta = 0`` gives
+    the R-Zero baseline. The detector is a calibrated kNN (``k = 3``) on MiniLM embeddings.
+
+    Args:
+        beta: novelty weight.
+        lambda_rep: repetition-penalty weight.
+        group_size: questions per prompt.
+        num_samples: solver answers per question.
+        max_new_tokens: question length limit.
+        lr: SGD learning rate of the questioner.
+        min_buffer: buffered problems before the detector is fitted.
+        seed: seed of the module and the detector split.
+
+    Returns:
+        The :class:`SelfPlayModule`.
+    """
+    det = CalibratedSeenDetector(KNNDistanceDetector(k=3), min_buffer=min_buffer, seed=seed)
+    return SelfPlayModule(
+        LMQuestioner(smollm2(), max_new_tokens=max_new_tokens), LMSolver(smollm2(), ARITHMETIC_HELD_OUT),
+        minilm_embedder(), NoveltyReward(det, beta=beta, lambda_rep=lambda_rep, n_gram=2), group_size=group_size,
+        num_samples=num_samples, optimizer=partial(torch.optim.SGD, lr=lr), seed=seed,
+    )  # fmt: skip
