@@ -171,7 +171,7 @@ def main() -> None:
             if name != "uncertainty_collapse":
                 entry["met"] = False
     print_targets(targets)
-    figures = {
+    figures: dict[str, Any] = {
         "iterations": iterations, "seeds": seeds, "validation_seeds": val_seeds, "beta": beta,
         "validation_final_by_beta": val_final, "void": void, "rows": rows,
         "curves": {a: [runs[(a, sd)]["score"] for sd in seeds] for a in ARMS},
@@ -179,14 +179,16 @@ def main() -> None:
         "seconds": time.perf_counter() - start, "targets": targets,
     }  # fmt: skip
     if args.llm:
-        llm_rows = []
+        llm_rows: list[dict[str, Any]] = []
+        llm_runs: list[dict[str, Any]] = []
         for b in (0.0, 1.0):
             res = run_llm(b, 3, args.seed)
-            figures.setdefault("llm", []).append(res)
+            llm_runs.append(res)
             for i, r in enumerate(res["history"]):
                 llm_rows.append({"beta": b, "iteration": i + 1, **r})
         print("\nSmolLM2-135M questioner and solver (informative, no target):")
         print(markdown_table(llm_rows))
+        figures["llm"] = llm_runs
     write_json(args.json, "novelty_selfplay", figures, args)
 
 
