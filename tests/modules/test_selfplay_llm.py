@@ -14,6 +14,33 @@ from lightning_icml26.modules.novelty import SelfPlayModule
 from lightning_icml26.modules.novelty.llm import LMQuestioner, LMSolver, minilm_embedder, normalise_answer
 from tests._support.skips import requires_module
 
+pytest.importorskip("transformers")
+from tests.llm._tiny import tiny_lm
+
+
+def test_lm_questioner_log_prob_matches_the_adapter_and_has_gradient() -> None:
+    lm = tiny_lm(seed=1)
+    questioner = LMQuestioner(lm, max_new_tokens=5)
+    prompts, questions = ["the judge"], ["a score is 3 ?"]
+    logp = questioner.log_prob(prompts, questions)
+    chat = lm.format_chat([{"role": "user", "content": prompts[0]}])
+    reference = lm.logprobs([chat], questions)[0].sum()
+    torch.testing.assert_close(logp[0].detach().float(), reference, rtol=1e-5, atol=1e-5)
+    logp.sum().backward()
+    grads = {n: p.grad for n, p in questioner.named_parameters() if p.requires_grad}
+    assert grads
+    assert all("norm" in n for n in grads)
+    assert any(g is not None and bool(g.abs().sum() > 0) for g in grads.values())
+    a = questioner.sample(["the judge"] * 2, torch.Generator().manual_seed(7))
+    b = questioner.sample(["the judge"] * 2, torch.Generator().manual_seed(7))
+    assert a == b
+    solver = LMSolver(lm, [("2 ?", "2")], max_new_tokens=3)
+    answers = solver.answer(["the text is 4 ?"], 3, torch.Generator().manual_seed(0))
+    assert len(answers) == 1
+    assert len(answers[0]) == 3
+    assert solver.reference(["x"]) is None
+    assert 0.0 <= solver.evaluate() <= 100.0
+
 
 def test_normalise_answer() -> None:
     assert normalise_answer("It is 42 apples") == "42"
