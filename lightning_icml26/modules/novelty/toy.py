@@ -33,7 +33,7 @@ DETECTORS: dict[str, Callable[[int], object]] = {
 def toy_selfplay_module(
     num_difficulties: int = 6,
     num_variants: int = 8,
-    beta: float = 2.0,
+    beta: float = 1.0,
     lambda_rep: float = 1.0,
     lambda_mem: float = 0.0,
     detector: str = "knn",
