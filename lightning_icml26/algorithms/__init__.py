@@ -28,9 +28,27 @@ from lightning_icml26.algorithms.fairness import (
     fairness_frontier,
 )
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
+from lightning_icml26.algorithms.novelty import (
+    CalibratedSeenDetector,
+    DeepSVDDDetector,
+    IsolationForestDetector,
+    KNNDistanceDetector,
+    MemoryPenalty,
+    NoveltyReward,
+    OneClassSVMDetector,
+    SeenDetector,
+)
 
 __all__ = [
+    "MemoryPenalty",
+    "NoveltyReward",
     "AttributeBlindClassifier",
+    "CalibratedSeenDetector",
+    "DeepSVDDDetector",
+    "IsolationForestDetector",
+    "KNNDistanceDetector",
+    "OneClassSVMDetector",
+    "SeenDetector",
     "check_criterion",
     "check_interval",
     "correlation_threshold",

@@ -23,6 +23,13 @@ from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rol
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
 from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
+from lightning_icml26.data.selfplay import (
+    CategoricalQuestioner,
+    ProblemBuffer,
+    SelfPlayDataModule,
+    ToySolver,
+    ToyWorld,
+)
 from lightning_icml26.data.sparse_regression import SparseRegressionDataModule, make_sparse_regression
 from lightning_icml26.data.spirals import SpiralsDataModule, make_spirals
 from lightning_icml26.data.tabular import (
@@ -41,6 +48,11 @@ __all__ = [
     "video_qkv",
     "make_edit_clips",
     "MovingShapesEditDataModule",
+    "CategoricalQuestioner",
+    "ProblemBuffer",
+    "SelfPlayDataModule",
+    "ToySolver",
+    "ToyWorld",
     "RWM1984_COUNTS",
     "load_rwm1984",
     "BoltzmannDataModule",

@@ -26,12 +26,16 @@ from lightning_icml26.metrics.fairness import (
 )
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
+from lightning_icml26.metrics.novelty import CoverageEntropy, DistinctN, SeenRate
 from lightning_icml26.metrics.recourse import QueryCount, RecourseCost, RecourseSparsity, RecourseValidity
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
     "AttentionApproxError",
+    "CoverageEntropy",
+    "DistinctN",
+    "SeenRate",
     "LatentPairF1",
     "OrientationAccuracy",
     "SkeletonF1",

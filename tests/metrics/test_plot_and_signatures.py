@@ -60,6 +60,9 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "RecourseCost": (lambda: metrics.RecourseCost(), (torch.zeros(4, 2), torch.ones(4, 2), _Y.bool())),
     "RecourseSparsity": (lambda: metrics.RecourseSparsity(), (torch.zeros(4, 2), torch.eye(4)[:, :2], None)),
     "QueryCount": (lambda: metrics.QueryCount(), (torch.tensor([3, 150, 27]),)),
+    "CoverageEntropy": (lambda: metrics.CoverageEntropy(3), (torch.tensor([0, 1, 1, 2]),)),
+    "DistinctN": (lambda: metrics.DistinctN(2, num_buckets=64), (["a b c", "a b d"],)),
+    "SeenRate": (lambda: metrics.SeenRate(), (torch.tensor([True, False, True]),)),
     "RolloutConsistency": (
         lambda: metrics.RolloutConsistency(4, [1, 2], 3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),

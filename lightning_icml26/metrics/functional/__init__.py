@@ -52,6 +52,7 @@ from lightning_icml26.metrics.functional.irt import (
     theta_range,
 )
 from lightning_icml26.metrics.functional.matching import collision_rate, stability_violation_rate, stable_regret
+from lightning_icml26.metrics.functional.novelty import coverage_entropy, distinct_n, seen_rate
 from lightning_icml26.metrics.functional.recourse import (
     query_count,
     recourse_cost,
@@ -63,6 +64,9 @@ from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_ga
 
 __all__ = [
     "attention_approx_error",
+    "coverage_entropy",
+    "distinct_n",
+    "seen_rate",
     "collision_rate",
     "stability_violation_rate",
     "stable_regret",
