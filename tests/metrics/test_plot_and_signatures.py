@@ -36,6 +36,10 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "ErrorCorrelation": (lambda: metrics.ErrorCorrelation(), (_PROBS, _PROBS.flip(0), _Y)),
     "RobustPoolingWeight": (lambda: metrics.RobustPoolingWeight((0.1, 0.5)), (_PROBS, _PROBS.flip(0), _Y)),
     "Sparsity": (lambda: metrics.Sparsity(), (torch.tensor([0.0, 1.0, 2.0]),)),
+    "AttentionApproxError": (
+        lambda: metrics.AttentionApproxError(),
+        (torch.randn(1, 4, 2, 3), torch.randn(1, 4, 2, 3)),
+    ),
     "SkeletonF1": (lambda: metrics.SkeletonF1(), (_CODE, _CODE.T)),
     "LatentPairF1": (lambda: metrics.LatentPairF1(), (_CODE, _CODE.T)),
     "OrientationAccuracy": (lambda: metrics.OrientationAccuracy(), (_CODE, _CODE.T)),
