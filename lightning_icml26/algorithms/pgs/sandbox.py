@@ -110,11 +110,11 @@ class Sandbox:
 
     Example:
         >>> box = Sandbox(case_seconds=0.5, wall_seconds=10)
-        >>> src = "def add(a, b):\\n    return a - b if a > 5 else a + b"
+        >>> src = "def add(a, b):\n    return a - b if a > 5 else a + b"
         >>> run = box.run(src, "add", ["(1, 2)", "(9, 1)"], expected=["3", "10"])
         >>> [c.kind for c in run.cases], run.cases[1].output
         (['pass', 'wrong_answer'], '8')
-        >>> box.run("def f(n):\\n    while True:\\n        pass", "f", ["(1,)"]).cases[0].kind
+        >>> box.run("def f(n):\n    while True:\n        pass", "f", ["(1,)"]).cases[0].kind
         'timeout'
     """
 
