@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from lightning_icml26.metrics.boltzmann import TICAW2, EffectiveSampleSize, EnergyW2, TorusW2
 from lightning_icml26.metrics.causal import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
+from lightning_icml26.metrics.code_refinement import CounterexampleTokens, FixRate, PassAtK
 from lightning_icml26.metrics.complementarity import (
     ComplementarityGain,
     ErrorCorrelation,
@@ -30,6 +31,9 @@ from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
+    "CounterexampleTokens",
+    "FixRate",
+    "PassAtK",
     "LatentPairF1",
     "OrientationAccuracy",
     "SkeletonF1",

@@ -60,6 +60,9 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "RecourseCost": (lambda: metrics.RecourseCost(), (torch.zeros(4, 2), torch.ones(4, 2), _Y.bool())),
     "RecourseSparsity": (lambda: metrics.RecourseSparsity(), (torch.zeros(4, 2), torch.eye(4)[:, :2], None)),
     "QueryCount": (lambda: metrics.QueryCount(), (torch.tensor([3, 150, 27]),)),
+    "PassAtK": (lambda: metrics.PassAtK(k=2), (torch.tensor([5, 4]), torch.tensor([1, 0]))),
+    "FixRate": (lambda: metrics.FixRate(), (_Y.bool(), _Y.flip(0).bool())),
+    "CounterexampleTokens": (lambda: metrics.CounterexampleTokens(), (torch.tensor([3, 7, 4]),)),
     "RolloutConsistency": (
         lambda: metrics.RolloutConsistency(4, [1, 2], 3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),

@@ -16,6 +16,12 @@ from lightning_icml26.metrics.functional.causal import (
     skeleton_f1,
     structural_hamming_distance,
 )
+from lightning_icml26.metrics.functional.code_refinement import (
+    counterexample_tokens,
+    fix_rate,
+    pass_at_k,
+    pass_at_k_per_problem,
+)
 from lightning_icml26.metrics.functional.complementarity import (
     complementarity_gain,
     error_correlation,
@@ -61,6 +67,10 @@ from lightning_icml26.metrics.functional.sparsity import compression_ratio, sele
 from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
 
 __all__ = [
+    "counterexample_tokens",
+    "fix_rate",
+    "pass_at_k",
+    "pass_at_k_per_problem",
     "collision_rate",
     "stability_violation_rate",
     "stable_regret",
