@@ -16,10 +16,11 @@ from lightning_icml26.algorithms.pgs.sandbox import Sandbox
 __all__ = ["extract_properties", "parse_property", "sound_properties"]
 
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+_TOP = re.compile(r"(?m)^(?=def |import |from |@)")
 
 
-def _functions(tree: ast.Module) -> list[ast.FunctionDef]:
-    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and len(n.args.args) == 2]
+def _functions(nodes: list[ast.stmt]) -> list[ast.FunctionDef]:
+    return [n for n in nodes if isinstance(n, ast.FunctionDef) and len(n.args.args) == 2]
 
 
 def parse_property(source: str, name: str | None = None) -> tuple[str, str]:
@@ -50,7 +51,7 @@ def parse_property(source: str, name: str | None = None) -> tuple[str, str]:
         compile(tree, "<property>", "exec")
     except SyntaxError as exc:
         raise ValueError(f"property source does not compile: {exc.msg} (line {exc.lineno}) in {source!r}") from None
-    found = [f.name for f in _functions(tree)]
+    found = [f.name for f in _functions(tree.body)]
     if name is None and found:
         name = found[0]
     if name is None or name not in found:
@@ -64,7 +65,7 @@ def extract_properties(text: str, limit: int | None = None) -> list[tuple[str, s
     r"""Every compilable two-argument function in a model's answer, one property each.
 
     Code fences are read when present (else the whole text). Imports at the top level of a block are
-    kept with every function of that block; functions that do not compile are skipped silently (the
+    kept with every function of that block; top-level chunks that do not compile are skipped silently (the
     model's answer is not user input).
 
     Args:
@@ -82,12 +83,15 @@ def extract_properties(text: str, limit: int | None = None) -> list[tuple[str, s
     blocks = _FENCE.findall(text) or [text]
     out: list[tuple[str, str]] = []
     for block in blocks:
-        try:
-            tree = ast.parse(block)
-        except SyntaxError:
-            continue
-        header = "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
-        for fn in _functions(tree):
+        # parse top-level chunks one by one, so one broken function does not hide the others
+        nodes: list[ast.stmt] = []
+        for chunk in _TOP.split(block):
+            try:
+                nodes += ast.parse(chunk).body
+            except SyntaxError:
+                continue
+        header = "\n".join(ast.unparse(n) for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)))
+        for fn in _functions(nodes):
             if fn.name in {n for n, _ in out}:
                 continue
             source = (header + "\n" if header else "") + ast.unparse(fn)
