@@ -45,15 +45,34 @@ def _timed(seconds: float, fn: Any, *args: Any) -> Any:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def _check(entry: Any, props: list[tuple[str, Any]], args: tuple, expected: Any, seconds: float) -> dict:
-    """Run one case; return its record without the input."""
+def _traced(lines: set[int]) -> Any:
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename != "<candidate>":
+            return None
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return tracer
+
+    return tracer
+
+
+def _check(
+    entry: Any, props: list[tuple[str, Any]], args: tuple, expected: Any, seconds: float, trace: bool = False
+) -> dict:
+    """Run one case; return its record without the input (with the executed candidate lines when ``trace``)."""
+    lines: set[int] = set()
     try:
-        result = _timed(seconds, entry, *copy.deepcopy(args))
+        if trace:
+            sys.settrace(_traced(lines))
+        try:
+            result = _timed(seconds, entry, *copy.deepcopy(args))
+        finally:
+            sys.settrace(None)
     except _CaseTimeout:
-        return {"kind": "timeout", "error": f"ran past {seconds} s"}
+        return {"kind": "timeout", "error": f"ran past {seconds} s", "lines": sorted(lines)}
     except BaseException as exc:
-        return {"kind": "runtime_error", "error": _error(exc)}
-    record: dict[str, Any] = {"kind": "pass", "output": _short(result)}
+        return {"kind": "runtime_error", "error": _error(exc), "lines": sorted(lines)}
+    record: dict[str, Any] = {"kind": "pass", "output": _short(result), "lines": sorted(lines)}
     if expected is not None:
         try:
             same = bool(result == expected[0])
@@ -124,14 +143,19 @@ def main() -> None:
         except hypothesis.errors.NoSuchExample:
             emit({"index": 0, "kind": "pass", "input": None})
             return
-        emit({"index": 0, "input": repr(found), **_check(entry, props, found, None, seconds)})
+        record = _check(entry, props, found, None, seconds)
+        record.pop("lines")
+        emit({"index": 0, "input": repr(found), **record})
         return
     for index, case in enumerate(spec["cases"]):
         if index < spec["start"]:
             continue
         args = ast.literal_eval(case["input"])
         expected = None if case["expected"] is None else (ast.literal_eval(case["expected"]),)
-        emit({"index": index, **_check(entry, props, args, expected, seconds)})
+        record = _check(entry, props, args, expected, seconds, bool(spec.get("trace")))
+        if not spec.get("trace"):
+            record.pop("lines")
+        emit({"index": index, **record})
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ class CaseResult:
         expected: ``repr`` of the expected value of a public test that was answered wrongly.
         error: the error message (exception type and text, or the violated property's message).
         property: the name of the violated property.
+        lines: the program lines the call executed (only when run with ``trace=True``).
     """
 
     input: str
@@ -55,6 +56,7 @@ class CaseResult:
     expected: str | None = None
     error: str | None = None
     property: str | None = None
+    lines: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ class Sandbox:
         inputs: Sequence[str],
         expected: Sequence[str | None] | None = None,
         properties: Sequence[tuple[str, str]] = (),
+        trace: bool = False,
     ) -> RunResult:
         """Call ``entry_point(*args)`` of ``program`` on every input.
 
@@ -205,6 +208,7 @@ class Sandbox:
                 (a mismatch is a ``wrong_answer``).
             properties: ``(name, source)`` pairs; ``source`` defines ``name(args, result)``, which
                 fails by raising (``AssertionError`` or any error) or returning ``False``.
+            trace: record the program lines each call executes (``CaseResult.lines``; slower).
 
         Returns:
             A :class:`RunResult` with one :class:`CaseResult` per input.
@@ -228,6 +232,7 @@ class Sandbox:
             "case_seconds": self.case_seconds,
             "cases": cases,
             "start": 0,
+            "trace": bool(trace),
         }
         results: list[CaseResult] = []
         while len(results) < len(cases):
@@ -301,4 +306,5 @@ def _case(text: str, record: dict[str, Any]) -> CaseResult:
         expected=record.get("expected"),
         error=record.get("error"),
         property=record.get("property"),
+        lines=tuple(record["lines"]) if "lines" in record else None,
     )

@@ -129,3 +129,10 @@ def test_inputs_must_be_literals(box: Sandbox) -> None:
         box.run("def f(n):\n    return n", "f", ["(__import__('os'),)"])
     with pytest.raises(ValueError, match="expected"):
         box.run("def f(n):\n    return n", "f", ["(1,)"], expected=["1", "2"])
+
+
+def test_trace_records_the_executed_lines(box: Sandbox) -> None:
+    program = "def f(n):\n    if n > 0:\n        return 1\n    return 2\n"
+    run = box.run(program, "f", ["(5,)", "(-1,)"], trace=True)
+    assert [c.lines for c in run.cases] == [(2, 3), (2, 4)]
+    assert box.run(program, "f", ["(5,)"]).cases[0].lines is None
