@@ -107,7 +107,7 @@ class PGSValidationCallback(pl.Callback):
             "pass@1": float(after.compute()),
             "initial_pass@1": float(before.compute()),
             "fix_rate": float(fix.compute()),
-            "counterexample_tokens": float(tokens.compute()),
+            "counterexample_tokens": float(tokens.compute()) if int(tokens.count) else float("nan"),
         }
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

@@ -183,7 +183,7 @@ def pgs_mutants_task(
         "fix_rate": float(fix.compute()),
         "pass@1": float(pass1.compute()),
         "initial_pass@1": float(initial.compute()),
-        "counterexample_tokens": float(tokens.compute()),
+        "counterexample_tokens": float(tokens.compute()) if int(tokens.count) else float("nan"),
         "mean_refinements": refinements / judged if judged else float("nan"),
     }
     if out_dir is not None:
