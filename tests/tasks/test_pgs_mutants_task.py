@@ -66,8 +66,8 @@ def test_smollm2_fills_both_roles_on_one_mutant() -> None:
     lm = smollm2(batch_size=1)
     problem = next(p for p in classic_problems() if p.name == "max_element")
     mutant = next(m for m in mutants_of(problem) if m.description.endswith("0 -> 1"))  # best = xs[1]
-    generator = LLMGenerator(lm, max_new_tokens=48)
-    tester = LLMTester(lm, max_new_tokens=64)
+    generator = LLMGenerator(lm, max_new_tokens=32)
+    tester = LLMTester(lm, max_new_tokens=40)
     refiner = PGSRefiner(generator, tester, Sandbox(case_seconds=0.5), num_inputs=8, max_refinements=1)
     result = refiner.refine(problem, mutant.source)
     assert not result.initially_passed  # best = xs[1] returns -7 on the public test ([-2, -7],)
