@@ -89,6 +89,6 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="every_n_epochs"):
         PGSValidationCallback(PROBLEMS, EpochGenerator, ReferenceTester(), every_n_epochs=0)
     with pytest.raises(ValueError, match="max_refinements"):
-        PGSValidationCallback(PROBLEMS, EpochGenerator, ReferenceTester(), max_refinements=-1)
+        PGSValidationCallback(PROBLEMS, EpochGenerator, ReferenceTester(), max_refinements=0)
     with pytest.raises(TypeError, match="tester"):
         PGSValidationCallback(PROBLEMS, EpochGenerator, object())  # type: ignore[arg-type]

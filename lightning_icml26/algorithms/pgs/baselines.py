@@ -27,7 +27,10 @@ class SelfDebug(_Refiner):
     Args:
         generator: writes and revises programs.
         sandbox: where programs run.
-        max_refinements: revisions allowed.
+        max_refinements: the budget of revisions (at least 1).
+
+    Raises:
+        ValueError: if ``max_refinements < 1``.
     """
 
     def __init__(self, generator: GeneratorRole, sandbox: Sandbox | None = None, max_refinements: int = 5) -> None:
@@ -47,7 +50,7 @@ class DirectGeneration(SelfDebug):
     """
 
     def __init__(self, generator: GeneratorRole, sandbox: Sandbox | None = None) -> None:
-        super().__init__(generator, sandbox, max_refinements=0)
+        _Refiner.__init__(self, generator, sandbox, max_refinements=0, min_budget=0)
 
 
 class ReflexionRefiner(SelfDebug):

@@ -107,10 +107,12 @@ def _positive_int(name: str, value: int, minimum: int = 1) -> None:
 class _Refiner:
     """The loop shared by PGS and the baselines: evaluate, stop on success, else feed back and revise."""
 
-    def __init__(self, generator: GeneratorRole, sandbox: Sandbox | None, max_refinements: int) -> None:
+    def __init__(
+        self, generator: GeneratorRole, sandbox: Sandbox | None, max_refinements: int, min_budget: int = 1
+    ) -> None:
         if not isinstance(generator, GeneratorRole):
-            raise TypeError(f"generator must follow the Generator protocol, got {type(generator).__name__}")
-        _positive_int("max_refinements", max_refinements, minimum=0)
+            raise TypeError(f"generator must follow the GeneratorRole protocol, got {type(generator).__name__}")
+        _positive_int("max_refinements", max_refinements, minimum=min_budget)
         self.generator = generator
         self.sandbox = sandbox or Sandbox()
         self.max_refinements = max_refinements
@@ -166,13 +168,13 @@ class PGSRefiner(_Refiner):
         sandbox: where programs run (default ``Sandbox()``).
         num_properties: candidate properties asked from the tester (paper: 5).
         num_inputs: synthesized inputs asked from the tester (paper: 64).
-        max_refinements: revisions allowed (paper: 5); ``0`` only evaluates.
+        max_refinements: the budget of revisions (paper: 5; at least 1).
         minimiser: ``"tokens"`` (paper), ``"hypothesis"`` or ``"random"`` (see :data:`MINIMISERS`).
         seed: seed of the ``"random"`` minimiser.
 
     Raises:
         TypeError: if a role does not follow its protocol.
-        ValueError: if a count is < 1 (``max_refinements`` < 0) or ``minimiser`` is unknown.
+        ValueError: if a count or the budget is < 1, or ``minimiser`` is unknown.
 
     Example:
         >>> from lightning_icml26.algorithms.pgs import ReferenceTester

@@ -125,8 +125,9 @@ def test_budget_is_respected_and_early_stop(box: Sandbox) -> None:
     assert out.passed
     assert out.refinements == 2
     assert len(late.feedback) == 2
-    zero = PGSRefiner(FakeGenerator([BUGGY]), FakeTester([NO_REPEATS], INPUTS), box, max_refinements=0)
-    assert zero.refine(PROBLEM, program=FIXED).passed
+    one = PGSRefiner(FakeGenerator([BUGGY]), FakeTester([NO_REPEATS], INPUTS), box, max_refinements=1)
+    assert one.refine(PROBLEM, program=FIXED).passed
+    assert one.refine(PROBLEM, program=FIXED).refinements == 0
 
 
 def test_hypothesis_and_random_minimisers(box: Sandbox) -> None:
@@ -182,7 +183,9 @@ def test_public_test_baselines(box: Sandbox) -> None:
 def test_bad_arguments(box: Sandbox) -> None:
     gen, tester = FakeGenerator([FIXED]), FakeTester([], [])
     with pytest.raises(ValueError, match="max_refinements"):
-        PGSRefiner(gen, tester, box, max_refinements=-1)
+        PGSRefiner(gen, tester, box, max_refinements=0)
+    with pytest.raises(ValueError, match="max_refinements"):
+        SelfDebug(gen, box, max_refinements=0)
     with pytest.raises(ValueError, match="num_properties"):
         PGSRefiner(gen, tester, box, num_properties=0)
     with pytest.raises(ValueError, match="num_inputs"):
