@@ -8,6 +8,7 @@ from __future__ import annotations
 from lightning_icml26.metrics.attention_approx import AttentionApproxError
 from lightning_icml26.metrics.boltzmann import TICAW2, EffectiveSampleSize, EnergyW2, TorusW2
 from lightning_icml26.metrics.causal import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
+from lightning_icml26.metrics.code_refinement import CounterexampleTokens, FixRate, PassAtK
 from lightning_icml26.metrics.complementarity import (
     ComplementarityGain,
     ErrorCorrelation,
@@ -36,6 +37,9 @@ __all__ = [
     "CoverageEntropy",
     "DistinctN",
     "SeenRate",
+    "CounterexampleTokens",
+    "FixRate",
+    "PassAtK",
     "LatentPairF1",
     "OrientationAccuracy",
     "SkeletonF1",

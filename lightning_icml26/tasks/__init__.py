@@ -9,6 +9,7 @@
 * :func:`asr_icl_task` (``asr_icl_compas``): label-only recourse for ICL classifiers, ASR-ICL against baselines.
 * :func:`isa_edit_task` (``isa_edit_toy``): a toy in-context video editor, dense then ISA fine-tuning.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
+* :func:`pgs_mutants_task` (``pgs_mutants``): PGS or a debugging baseline repairing the mutant suite.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from lightning_icml26.tasks.irt_judge import irt_judge_task
 from lightning_icml26.tasks.isa_edit import isa_edit_task
 from lightning_icml26.tasks.lcpbscm import lcpbscm_task
 from lightning_icml26.tasks.matching_market import matching_market_task
+from lightning_icml26.tasks.pgs_mutants import pgs_mutants_task
 
 # Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
 _LAZY = {
@@ -37,6 +39,7 @@ __all__ = [
     "isa_edit_task",
     "lcpbscm_task",
     "matching_market_task",
+    "pgs_mutants_task",
     *_LAZY,
 ]
 

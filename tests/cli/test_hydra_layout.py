@@ -30,6 +30,7 @@ TASKS = {
     "lcpbscm_synthetic",
     "lcpbscm_rwm1984",
     "isa_edit_toy",
+    "pgs_mutants",
 }
 TRAINING = [name for name in RECIPES if name not in TASKS]
 GROUPS = ["trainer", "logger", "callbacks", "data", "model", "model/optimizer", "strategy", "task"]

@@ -67,6 +67,9 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "CoverageEntropy": (lambda: metrics.CoverageEntropy(3), (torch.tensor([0, 1, 1, 2]),)),
     "DistinctN": (lambda: metrics.DistinctN(2, num_buckets=64), (["a b c", "a b d"],)),
     "SeenRate": (lambda: metrics.SeenRate(), (torch.tensor([True, False, True]),)),
+    "PassAtK": (lambda: metrics.PassAtK(k=2), (torch.tensor([5, 4]), torch.tensor([1, 0]))),
+    "FixRate": (lambda: metrics.FixRate(), (_Y.bool(), _Y.flip(0).bool())),
+    "CounterexampleTokens": (lambda: metrics.CounterexampleTokens(), (torch.tensor([3, 7, 4]),)),
     "RolloutConsistency": (
         lambda: metrics.RolloutConsistency(4, [1, 2], 3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),

@@ -17,6 +17,12 @@ from lightning_icml26.metrics.functional.causal import (
     skeleton_f1,
     structural_hamming_distance,
 )
+from lightning_icml26.metrics.functional.code_refinement import (
+    counterexample_tokens,
+    fix_rate,
+    pass_at_k,
+    pass_at_k_per_problem,
+)
 from lightning_icml26.metrics.functional.complementarity import (
     complementarity_gain,
     error_correlation,
@@ -67,6 +73,10 @@ __all__ = [
     "coverage_entropy",
     "distinct_n",
     "seen_rate",
+    "counterexample_tokens",
+    "fix_rate",
+    "pass_at_k",
+    "pass_at_k_per_problem",
     "collision_rate",
     "stability_violation_rate",
     "stable_regret",
