@@ -34,8 +34,18 @@ from lightning_icml26.data.tabular import (
     split_indices,
 )
 from lightning_icml26.data.text import ByteChunkDataset, StdlibTextDataModule, load_stdlib_bytes
+from lightning_icml26.data.valueflow import (
+    HierarchicalBatchSampler,
+    ValueTextCorpus,
+    ValueTextDataModule,
+    make_value_texts,
+)
 
 __all__ = [
+    "HierarchicalBatchSampler",
+    "make_value_texts",
+    "ValueTextCorpus",
+    "ValueTextDataModule",
     "RWM1984_COUNTS",
     "load_rwm1984",
     "BoltzmannDataModule",
