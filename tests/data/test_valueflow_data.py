@@ -24,29 +24,33 @@ def corpus():
 
 
 def _sampler(corpus, **kw):
-    args = dict(
-        individual_ids=corpus.individual_ids,
-        concept_ids=corpus.concept_ids,
-        num_replicas=1,
-        rank=0,
-        seed=11,
-    )
+    args = {
+        "individual_ids": corpus.individual_ids,
+        "concept_ids": corpus.concept_ids,
+        "num_replicas": 1,
+        "rank": 0,
+        "seed": 11,
+    }
     args.update(kw)
     return HierarchicalBatchSampler(corpus.levels, corpus.directions, corpus.theory_ids, **args)
 
 
 def test_generator_is_seeded_labelled_and_split(corpus):
     again = make_value_texts(per_label=5, seed=3)
-    assert again.texts == corpus.texts and torch.equal(again.intensities, corpus.intensities)
+    assert again.texts == corpus.texts
+    assert torch.equal(again.intensities, corpus.intensities)
     assert len(corpus) == 5 * 2 * sum(len(label_paths(t)) for t in THEORIES)
     sign = torch.where(corpus.directions == 0, 1.0, -1.0)
-    assert bool((corpus.intensities * sign > 0).all()) and bool((corpus.intensities.abs() <= 10).all())
-    for text, value, path in zip(corpus.texts, corpus.intensities.tolist(), corpus.paths):
+    assert bool((corpus.intensities * sign > 0).all())
+    assert bool((corpus.intensities.abs() <= 10).all())
+    for text, value, path in zip(corpus.texts, corpus.intensities.tolist(), corpus.paths, strict=True):
         bucket = min(int(-(-abs(value) // 2)) - 1, 4)
-        assert f" {ADVERBS[bucket]} " in text and path[2] in text
+        assert f" {ADVERBS[bucket]} " in text
+        assert path[2] in text
     held = make_value_texts(per_label=2, seed=3, split="heldout")
     templates = {t.split(",")[0].split(" ")[0] for t in held.texts} & {"When", "She", "The", "My", "This"}
-    assert "When" not in templates and "She" not in templates
+    assert "When" not in templates
+    assert "She" not in templates
     # global node ids: equal prefixes give equal ids, different theories never share a level-1 id
     for theory in ("mft", "duty"):
         paths = label_paths(theory)
@@ -67,9 +71,10 @@ def test_batches_hold_positives_and_only_same_theory(corpus):
     batches = list(sampler)
     assert len(batches) == len(sampler) == len(plan) > 0
     group = sampler.group_of
-    for anchors, batch in zip(plan, batches):
+    for anchors, batch in zip(plan, batches, strict=True):
         idx = [i for i, part in batch]
-        assert len(idx) == 16 and len(set(idx)) == 16
+        assert len(idx) == 16
+        assert len(set(idx)) == 16
         assert len(set(corpus.theory_ids[idx].tolist())) == 1  # anchors, positives and negatives: one theory
         for a in anchors.tolist():
             assert a in idx
@@ -82,7 +87,7 @@ def test_batches_hold_positives_and_only_same_theory(corpus):
 
 def test_two_ranks_get_disjoint_anchors_and_equal_lengths(corpus):
     plans = [_sampler(corpus, batch_size=10, positives=4, num_replicas=2, rank=r)._plan() for r in (0, 1)]
-    anchors = [set(int(a) for chunk in plan for a in chunk) for plan in plans]
+    anchors = [{int(a) for chunk in plan for a in chunk} for plan in plans]
     assert len(plans[0]) == len(plans[1]) > 0
     assert anchors[0].isdisjoint(anchors[1])
     # together they cover every text except the per-theory remainders cut for equal lengths
@@ -106,7 +111,9 @@ def test_stage2_parts(corpus):
     sampler = _sampler(corpus, batch_size=16, fractions=(0.5, 0.25, 0.25))
     for batch in list(sampler)[:20]:
         parts = [p for _, p in batch]
-        assert parts.count(0) == 8 and parts.count(1) == 4 and parts.count(2) == 4
+        assert parts.count(0) == 8
+        assert parts.count(1) == 4
+        assert parts.count(2) == 4
         ind = [i for i, p in batch if p == 1]
         the = [i for i, p in batch if p == 2]
         for k in range(0, len(ind), 2):
@@ -121,8 +128,10 @@ def test_datamodule_masks_parts():
     dm = ValueTextDataModule(per_label=3, heldout_per_label=1, batch_size=16, stage=2, seed=0)
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
-    assert bool((batch["levels"][:8] >= 0).all()) and bool((batch["levels"][8:] == -1).all())
-    assert bool((batch["individual_id"][8:12] >= 0).all()) and bool((batch["individual_id"][:8] == -1).all())
+    assert bool((batch["levels"][:8] >= 0).all())
+    assert bool((batch["levels"][8:] == -1).all())
+    assert bool((batch["individual_id"][8:12] >= 0).all())
+    assert bool((batch["individual_id"][:8] == -1).all())
     assert bool((batch["concept_id"][12:] >= 0).all())
     val = next(iter(dm.val_dataloader()))
     assert bool((val["levels"] >= 0).all())
