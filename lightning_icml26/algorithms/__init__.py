@@ -6,6 +6,12 @@ causal discovery on count data (``algorithms.causal``).
 
 from __future__ import annotations
 
+from lightning_icml26.algorithms.anchor_intensity import (
+    borda_interpolation,
+    estimate_intensity,
+    sample_anchors,
+    solve_response_utility,
+)
 from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
@@ -30,6 +36,10 @@ from lightning_icml26.algorithms.fairness import (
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
 
 __all__ = [
+    "borda_interpolation",
+    "estimate_intensity",
+    "sample_anchors",
+    "solve_response_utility",
     "AttributeBlindClassifier",
     "check_criterion",
     "check_interval",

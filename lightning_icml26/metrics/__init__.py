@@ -5,6 +5,7 @@ Never imports lightning or :mod:`lightning_icml26.modules`.
 
 from __future__ import annotations
 
+from lightning_icml26.metrics.anchor_intensity import AnchorPLIntensity
 from lightning_icml26.metrics.boltzmann import TICAW2, EffectiveSampleSize, EnergyW2, TorusW2
 from lightning_icml26.metrics.causal import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
 from lightning_icml26.metrics.complementarity import (
@@ -30,6 +31,7 @@ from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
+    "AnchorPLIntensity",
     "LatentPairF1",
     "OrientationAccuracy",
     "SkeletonF1",

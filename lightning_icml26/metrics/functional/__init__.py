@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lightning_icml26.metrics.functional.anchor_intensity import anchor_pl_intensity
 from lightning_icml26.metrics.functional.boltzmann import (
     effective_sample_size,
     energy_w2,
@@ -61,6 +62,7 @@ from lightning_icml26.metrics.functional.sparsity import compression_ratio, sele
 from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
 
 __all__ = [
+    "anchor_pl_intensity",
     "collision_rate",
     "stability_violation_rate",
     "stable_regret",
