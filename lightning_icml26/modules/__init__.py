@@ -17,8 +17,12 @@ from lightning_icml26.modules.nets import MLP
 from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe
 from lightning_icml26.modules.resnet import BasicBlock, CifarResNet
 from lightning_icml26.modules.sparse_regression import SparseRegressionModule
+from lightning_icml26.modules.valueflow import HashedBagEncoder, HiVESModule, MiniLMEncoder
 
 __all__ = [
+    "HashedBagEncoder",
+    "HiVESModule",
+    "MiniLMEncoder",
     "AggregationFreeServer",
     "ConvNet",
     "FedAvgClient",
