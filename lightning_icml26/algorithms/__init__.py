@@ -12,6 +12,7 @@ from lightning_icml26.algorithms.anchor_intensity import (
     sample_anchors,
     solve_response_utility,
 )
+from lightning_icml26.algorithms.anchor_judge import RankingJudge, evaluate_with_judge, steering_prompt
 from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
@@ -36,6 +37,9 @@ from lightning_icml26.algorithms.fairness import (
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
 
 __all__ = [
+    "evaluate_with_judge",
+    "RankingJudge",
+    "steering_prompt",
     "borda_interpolation",
     "estimate_intensity",
     "sample_anchors",
