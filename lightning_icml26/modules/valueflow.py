@@ -109,6 +109,8 @@ class HiVESModule(LightningModule):
         encoder_dim: width of the encoder's output.
         proj_dim: width of the embedding (a linear projection); ``None`` keeps the encoder's features.
         stage: 1 (hierarchical contrastive loss) or 2 (plus individual and cross-theory InfoNCE).
+        stage2_from_epoch: when set, train stage 1 before this epoch and stage 2 from it on (one run, stage 1
+            then stage 2; give it stage-2 batches, whose hierarchical half is the stage-1 batch).
         temperature: temperature of the hierarchical loss (paper: 0.1).
         direction_weight: direction penalty (paper: 1.0).
         lambda_individual: stage-2 weight of the individual-anchor term (paper: 0.5).
@@ -128,6 +130,7 @@ class HiVESModule(LightningModule):
         encoder_dim: int,
         proj_dim: int | None = 128,
         stage: int = 1,
+        stage2_from_epoch: int | None = None,
         temperature: float = 0.1,
         direction_weight: float = 1.0,
         lambda_individual: float = 0.5,
@@ -143,7 +146,10 @@ class HiVESModule(LightningModule):
         self.save_hyperparameters(ignore=["encoder", "optimizer"])
         self.encoder = encoder
         self.projection: nn.Module = nn.Linear(encoder_dim, proj_dim) if proj_dim is not None else nn.Identity()
+        if stage2_from_epoch is not None and stage2_from_epoch < 0:
+            raise ValueError(f"stage2_from_epoch must be >= 0 or None, got {stage2_from_epoch}")
         self.stage = stage
+        self.stage2_from_epoch = stage2_from_epoch
         self.hier_loss = HierarchicalContrastiveLoss(temperature, temperature, direction_weight)
         self.align_loss = HierarchicalAlignLoss(
             lambda_individual, lambda_theory, temperature, anchor_temperature, direction_weight
@@ -176,7 +182,10 @@ class HiVESModule(LightningModule):
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> Tensor:
         """The loss of the configured stage."""
-        loss = self._loss(batch, self.stage)
+        stage = self.stage
+        if self.stage2_from_epoch is not None:
+            stage = 1 if self.current_epoch < self.stage2_from_epoch else 2
+        loss = self._loss(batch, stage)
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["text"]))
         return loss
 

@@ -8,6 +8,7 @@
 * :func:`matching_market_task` (``wayse_market``): Way-SE-inspired matching bandits against baselines.
 * :func:`asr_icl_task` (``asr_icl_compas``): label-only recourse for ICL classifiers, ASR-ICL against baselines.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
+* :func:`valueflow_intensity_task` (``valueflow_intensity``): VALUEFLOW's anchor-based intensity evaluator.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from lightning_icml26.tasks.fair_frontier import fair_frontier_task
 from lightning_icml26.tasks.irt_judge import irt_judge_task
 from lightning_icml26.tasks.lcpbscm import lcpbscm_task
 from lightning_icml26.tasks.matching_market import matching_market_task
+from lightning_icml26.tasks.valueflow_intensity import valueflow_intensity_task
 
 # Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
 _LAZY = {
@@ -28,7 +30,15 @@ _LAZY = {
     "run_online": "r4_online",
 }
 
-__all__ = ["asr_icl_task", "fair_frontier_task", "irt_judge_task", "lcpbscm_task", "matching_market_task", *_LAZY]
+__all__ = [
+    "asr_icl_task",
+    "fair_frontier_task",
+    "irt_judge_task",
+    "lcpbscm_task",
+    "matching_market_task",
+    "valueflow_intensity_task",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str) -> Any:
