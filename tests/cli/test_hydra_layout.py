@@ -29,6 +29,7 @@ TASKS = {
     "asr_icl_compas",
     "lcpbscm_synthetic",
     "lcpbscm_rwm1984",
+    "valueflow_intensity",
 }
 TRAINING = [name for name in RECIPES if name not in TASKS]
 GROUPS = ["trainer", "logger", "callbacks", "data", "model", "model/optimizer", "strategy", "task"]
