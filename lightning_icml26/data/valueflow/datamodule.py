@@ -69,6 +69,10 @@ def collate_value_texts(rows: list[dict[str, Any]]) -> dict[str, Any]:
 class ValueTextDataModule(LightningDataModule):
     """Generated value texts (:func:`make_value_texts`): hierarchical training batches, held-out validation.
 
+    The training batch sampler partitions anchors across ranks itself (from the Trainer's world size and
+    rank): with several devices, build the Trainer with ``use_distributed_sampler=False`` (Lightning cannot
+    inject its own sampler into a custom batch sampler and says so).
+
     Args:
         per_label: training texts per label path and direction.
         heldout_per_label: held-out texts (other templates and subjects) per label and direction.
