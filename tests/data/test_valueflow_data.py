@@ -16,6 +16,7 @@ from lightning_icml26.data.valueflow import (
     make_value_texts,
     node_ids,
 )
+from tests._support.distributed import run_on_ranks
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +157,19 @@ def test_bad_inputs(corpus):
         HierarchicalBatchSampler(corpus.levels, corpus.directions.float(), corpus.theory_ids, batch_size=8)
     with pytest.raises(ValueError, match="stage"):
         ValueTextDataModule(stage=3)
+
+
+def _ranks_plan(rank, world):
+    corpus = make_value_texts(per_label=3, seed=1, theories=("mft", "duty"))
+    sampler = HierarchicalBatchSampler(corpus.levels, corpus.directions, corpus.theory_ids, batch_size=10)
+    return {"rank": sampler.rank, "world": sampler.num_replicas, "anchors": [c.tolist() for c in sampler._plan()]}
+
+
+@pytest.mark.distributed
+def test_sampler_reads_rank_and_world_from_the_process_group():
+    results = run_on_ranks(_ranks_plan, 2)
+    assert [r["rank"] for r in results] == [0, 1]
+    assert {r["world"] for r in results} == {2}
+    mine = [{a for chunk in r["anchors"] for a in chunk} for r in results]
+    assert mine[0].isdisjoint(mine[1])
+    assert len(results[0]["anchors"]) == len(results[1]["anchors"]) > 0
