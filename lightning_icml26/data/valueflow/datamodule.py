@@ -35,7 +35,7 @@ class ValueTextDataset(Dataset):
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict[str, Any]:
         """The text and its labels (masked by part)."""
-        index, part = (key, 0) if isinstance(key, int) else (int(key[0]), int(key[1]))
+        index, part = (int(key[0]), int(key[1])) if isinstance(key, tuple | list) else (int(key), 0)
         if part not in (0, 1, 2):
             raise ValueError(f"part must be 0, 1 or 2, got {part}")
         c = self.corpus
