@@ -154,7 +154,7 @@ def evaluator_claim(args: Any) -> tuple[list[dict], dict[str, float]]:
     return rows, summary
 
 
-def llm_claim(args: Any) -> list[dict]:
+def llm_claim(args: Any) -> tuple[list[dict], list[dict]]:
     lm = smollm2(batch_size=8)
     judge = RankingJudge(lm)
     corpus = make_value_texts(per_label=6, seed=args.seed, theories=("duty",))
@@ -175,7 +175,11 @@ def llm_claim(args: Any) -> list[dict]:
     for name, mask in (("positive (0..2)", lv >= 0), ("negative (0..-2)", lv <= 0)):
         rho = spearmanr(lv[mask], scores[mask]).statistic
         out.append({"steering": name, "n": int(mask.sum()), "spearman(level, intensity)": float(rho)})
-    return out
+    answers = [
+        {"level": int(lv_), "intensity": float(s_), "answer": t.replace("|", "/")[:90]}
+        for lv_, s_, t in zip(levels, scores, texts, strict=True)
+    ]
+    return out, answers
 
 
 def main() -> None:
@@ -213,10 +217,13 @@ def main() -> None:
             gap = emb["HiVES"][f"map_l{level}"] - emb["flat SupCon"][f"map_l{level}"]
             targets[f"hives_minus_supcon_map_l{level}"] = target(gap, ">", 0.0)
     if args.llm:
-        llm_rows = llm_claim(args)
+        llm_rows, answers = llm_claim(args)
         print("\n## SmolLM2 steering scored by the evaluator\n")
         print(markdown_table(llm_rows))
+        print()
+        print(markdown_table(answers))
         figures["llm"] = llm_rows
+        figures["llm_answers"] = answers
     figures["targets"] = targets
     print_targets(targets)
     write_json(args.json, "valueflow", figures, args)

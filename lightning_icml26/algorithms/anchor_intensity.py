@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.isotonic import IsotonicRegression
+
+from lightning_icml26._optional import require
 
 __all__ = [
     "INTENSITY_RANGE",
@@ -194,6 +195,8 @@ def calibrate_intensity(
 ) -> np.ndarray:
     """Isotonic map from utility to intensity (fitted on each response's anchors), window guards and clipping.
 
+    The isotonic regression is scikit-learn's (the ``valueflow`` extra).
+
     Args:
         utilities: ``[R]`` fitted response utilities.
         rankings: ``[R, m, k]`` rankings (for the guards).
@@ -209,6 +212,7 @@ def calibrate_intensity(
         >>> calibrate_intensity(np.array([5.0]), r, a, a).tolist()   # beat both anchors: max + margin
         [2.5]
     """
+    isotonic = require("sklearn.isotonic", "valueflow", "the isotonic calibration of the anchor evaluator")
     out = np.empty(len(utilities))
     position = np.argmax(rankings == 0, axis=-1)  # [R, m]
     k = rankings.shape[-1]
@@ -220,7 +224,7 @@ def calibrate_intensity(
         elif np.all(position[i] == 0):
             value = high + guard_margin
         else:
-            iso = IsotonicRegression(increasing=True, out_of_bounds="clip").fit(x, y)
+            iso = isotonic.IsotonicRegression(increasing=True, out_of_bounds="clip").fit(x, y)
             value = float(np.clip(iso.predict([u])[0], low, high))
         out[i] = np.clip(value, *INTENSITY_RANGE)
     return out
