@@ -35,8 +35,20 @@ from lightning_icml26.algorithms.fairness import (
     fairness_frontier,
 )
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
+from lightning_icml26.algorithms.novelty import (
+    CalibratedSeenDetector,
+    DeepSVDDDetector,
+    IsolationForestDetector,
+    KNNDistanceDetector,
+    MemoryPenalty,
+    NoveltyReward,
+    OneClassSVMDetector,
+    SeenDetector,
+)
 
 __all__ = [
+    "MemoryPenalty",
+    "NoveltyReward",
     "evaluate_with_judge",
     "RankingJudge",
     "steering_prompt",
@@ -45,6 +57,12 @@ __all__ = [
     "sample_anchors",
     "solve_response_utility",
     "AttributeBlindClassifier",
+    "CalibratedSeenDetector",
+    "DeepSVDDDetector",
+    "IsolationForestDetector",
+    "KNNDistanceDetector",
+    "OneClassSVMDetector",
+    "SeenDetector",
     "check_criterion",
     "check_interval",
     "correlation_threshold",

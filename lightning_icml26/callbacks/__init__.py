@@ -11,6 +11,7 @@ from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
 from lightning_icml26.callbacks.recourse import RecourseOnPredict
+from lightning_icml26.callbacks.seen_detector import SeenDetectorCallback
 from lightning_icml26.callbacks.sparsity import (
     MagnitudePrune,
     SparsityMonitor,
@@ -19,9 +20,12 @@ from lightning_icml26.callbacks.sparsity import (
     magnitude_masks,
     threshold_sweep,
 )
+from lightning_icml26.callbacks.swap_attention import SwapAttentionForInference
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
+    "SwapAttentionForInference",
+    "SeenDetectorCallback",
     "FailOnNonFiniteLoss",
     "NonFiniteLossError",
     "LassoBaseline",

@@ -21,7 +21,15 @@ from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
+from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
+from lightning_icml26.data.selfplay import (
+    CategoricalQuestioner,
+    ProblemBuffer,
+    SelfPlayDataModule,
+    ToySolver,
+    ToyWorld,
+)
 from lightning_icml26.data.sparse_regression import SparseRegressionDataModule, make_sparse_regression
 from lightning_icml26.data.spirals import SpiralsDataModule, make_spirals
 from lightning_icml26.data.tabular import (
@@ -40,12 +48,21 @@ from lightning_icml26.data.valueflow import (
     ValueTextDataModule,
     make_value_texts,
 )
+from lightning_icml26.data.video_qkv import video_qkv
 
 __all__ = [
     "HierarchicalBatchSampler",
     "make_value_texts",
     "ValueTextCorpus",
     "ValueTextDataModule",
+    "video_qkv",
+    "make_edit_clips",
+    "MovingShapesEditDataModule",
+    "CategoricalQuestioner",
+    "ProblemBuffer",
+    "SelfPlayDataModule",
+    "ToySolver",
+    "ToyWorld",
     "RWM1984_COUNTS",
     "load_rwm1984",
     "BoltzmannDataModule",

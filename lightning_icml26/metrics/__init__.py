@@ -6,6 +6,7 @@ Never imports lightning or :mod:`lightning_icml26.modules`.
 from __future__ import annotations
 
 from lightning_icml26.metrics.anchor_intensity import AnchorPLIntensity
+from lightning_icml26.metrics.attention_approx import AttentionApproxError
 from lightning_icml26.metrics.boltzmann import TICAW2, EffectiveSampleSize, EnergyW2, TorusW2
 from lightning_icml26.metrics.causal import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
 from lightning_icml26.metrics.complementarity import (
@@ -26,11 +27,16 @@ from lightning_icml26.metrics.fairness import (
 )
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
+from lightning_icml26.metrics.novelty import CoverageEntropy, DistinctN, SeenRate
 from lightning_icml26.metrics.recourse import QueryCount, RecourseCost, RecourseSparsity, RecourseValidity
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
+    "AttentionApproxError",
+    "CoverageEntropy",
+    "DistinctN",
+    "SeenRate",
     "AnchorPLIntensity",
     "LatentPairF1",
     "OrientationAccuracy",

@@ -12,19 +12,24 @@ from lightning_icml26.modules.fedusd import (
     FedAvgClient,
     SyntheticSetDistiller,
 )
+from lightning_icml26.modules.isa_edit import EditBlock, InContextEditor
 from lightning_icml26.modules.itc import TokenWorldModel, VQTokenizer, rollout
 from lightning_icml26.modules.nets import MLP
+from lightning_icml26.modules.novelty import SelfPlayModule
 from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe
 from lightning_icml26.modules.resnet import BasicBlock, CifarResNet
 from lightning_icml26.modules.sparse_regression import SparseRegressionModule
 from lightning_icml26.modules.valueflow import HashedBagEncoder, HiVESModule, MiniLMEncoder
 
 __all__ = [
+    "SelfPlayModule",
     "HashedBagEncoder",
     "HiVESModule",
     "MiniLMEncoder",
     "AggregationFreeServer",
     "ConvNet",
+    "EditBlock",
+    "InContextEditor",
     "FedAvgClient",
     "SyntheticSetDistiller",
     "BasicBlock",

@@ -32,6 +32,7 @@ from lightning_icml26.ops.hierarchical_contrastive import (
     hierarchical_contrastive_loss,
 )
 from lightning_icml26.ops.itc_decoder import DECODERS, ITCDecoder, decode_next_frame
+from lightning_icml26.ops.ot_rank import ot_soft_rank
 from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log
 from lightning_icml26.ops.soft_rank import isotonic_regression_decreasing, soft_rank, soft_sort
 from lightning_icml26.ops.spectrum_match import (
@@ -74,6 +75,7 @@ __all__ = [
     "ring_attention",
     "route_attention",
     "route_hf_model",
+    "ot_soft_rank",
     "sinkhorn_log",
     "soft_rank",
     "soft_sort",

@@ -87,8 +87,10 @@ def sinkhorn_log(
         f = log_a - torch.logsumexp(log_kernel + g.unsqueeze(-2), dim=-1)
         g = log_b - torch.logsumexp(log_kernel + f.unsqueeze(-1), dim=-2)
         if tol is not None:
-            rows = torch.logsumexp(log_kernel + f.unsqueeze(-1) + g.unsqueeze(-2), dim=-1).exp()
-            if float((rows - log_a.exp()).abs().sum(-1).max()) < tol:
+            with torch.no_grad():  # the stopping test is not part of the differentiated computation
+                rows = torch.logsumexp(log_kernel + f.unsqueeze(-1) + g.unsqueeze(-2), dim=-1).exp()
+                error = float((rows - log_a.exp()).abs().sum(-1).max())
+            if error < tol:
                 break
     log_plan = log_kernel + f.unsqueeze(-1) + g.unsqueeze(-2)
     return log_plan if log else log_plan.exp()

@@ -7,6 +7,7 @@
 * :func:`irt_judge_task` (``irt_judge``): IRT-GRM reliability diagnostics of a simulated or SmolLM2 judge.
 * :func:`matching_market_task` (``wayse_market``): Way-SE-inspired matching bandits against baselines.
 * :func:`asr_icl_task` (``asr_icl_compas``): label-only recourse for ICL classifiers, ASR-ICL against baselines.
+* :func:`isa_edit_task` (``isa_edit_toy``): a toy in-context video editor, dense then ISA fine-tuning.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
 * :func:`valueflow_intensity_task` (``valueflow_intensity``): VALUEFLOW's anchor-based intensity evaluator.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from lightning_icml26.tasks.asr_icl import asr_icl_task
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task
 from lightning_icml26.tasks.irt_judge import irt_judge_task
+from lightning_icml26.tasks.isa_edit import isa_edit_task
 from lightning_icml26.tasks.lcpbscm import lcpbscm_task
 from lightning_icml26.tasks.matching_market import matching_market_task
 from lightning_icml26.tasks.valueflow_intensity import valueflow_intensity_task
@@ -34,6 +36,7 @@ __all__ = [
     "asr_icl_task",
     "fair_frontier_task",
     "irt_judge_task",
+    "isa_edit_task",
     "lcpbscm_task",
     "matching_market_task",
     "valueflow_intensity_task",

@@ -29,6 +29,7 @@ TASKS = {
     "asr_icl_compas",
     "lcpbscm_synthetic",
     "lcpbscm_rwm1984",
+    "isa_edit_toy",
     "valueflow_intensity",
 }
 TRAINING = [name for name in RECIPES if name not in TASKS]

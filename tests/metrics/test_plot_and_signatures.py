@@ -36,6 +36,10 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "ErrorCorrelation": (lambda: metrics.ErrorCorrelation(), (_PROBS, _PROBS.flip(0), _Y)),
     "RobustPoolingWeight": (lambda: metrics.RobustPoolingWeight((0.1, 0.5)), (_PROBS, _PROBS.flip(0), _Y)),
     "Sparsity": (lambda: metrics.Sparsity(), (torch.tensor([0.0, 1.0, 2.0]),)),
+    "AttentionApproxError": (
+        lambda: metrics.AttentionApproxError(),
+        (torch.randn(1, 4, 2, 3), torch.randn(1, 4, 2, 3)),
+    ),
     "SkeletonF1": (lambda: metrics.SkeletonF1(), (_CODE, _CODE.T)),
     "LatentPairF1": (lambda: metrics.LatentPairF1(), (_CODE, _CODE.T)),
     "OrientationAccuracy": (lambda: metrics.OrientationAccuracy(), (_CODE, _CODE.T)),
@@ -60,6 +64,9 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "RecourseCost": (lambda: metrics.RecourseCost(), (torch.zeros(4, 2), torch.ones(4, 2), _Y.bool())),
     "RecourseSparsity": (lambda: metrics.RecourseSparsity(), (torch.zeros(4, 2), torch.eye(4)[:, :2], None)),
     "QueryCount": (lambda: metrics.QueryCount(), (torch.tensor([3, 150, 27]),)),
+    "CoverageEntropy": (lambda: metrics.CoverageEntropy(3), (torch.tensor([0, 1, 1, 2]),)),
+    "DistinctN": (lambda: metrics.DistinctN(2, num_buckets=64), (["a b c", "a b d"],)),
+    "SeenRate": (lambda: metrics.SeenRate(), (torch.tensor([True, False, True]),)),
     "RolloutConsistency": (
         lambda: metrics.RolloutConsistency(4, [1, 2], 3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),

@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 
 import numpy as np
+import ot
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,7 +14,7 @@ from lightning.pytorch import Trainer
 from scipy.stats import kendalltau, rankdata
 
 from lightning_icml26.data.rl import RatingDataModule, Segments, simulate_ratings
-from lightning_icml26.modules.r4 import R4RewardModel, bradley_terry_loss, ranking_mse_loss, rbrl_loss
+from lightning_icml26.modules.r4 import R4RewardModel, average_ranks, bradley_terry_loss, ranking_mse_loss, rbrl_loss
 
 
 def _inversions(perm: tuple[int, ...]) -> int:
@@ -285,3 +286,83 @@ def test_checkpoint_and_resume(tmp_path: Path) -> None:
     assert trainer2.global_step == 10
     adam_steps = {int(s["step"]) for s in trainer2.optimizers[0].state.values()}
     assert adam_steps == {10}
+
+
+def test_average_ranks_match_scipy() -> None:
+    scores = torch.tensor([[2.0, 0.0, 2.0, 1.0], [1.0, 1.0, 1.0, 0.0], [3.0, 2.0, 1.0, 0.0]])
+    np.testing.assert_allclose(average_ranks(scores).numpy(), rankdata(scores.numpy(), axis=-1))
+
+
+def test_ot_ranking_mse_is_the_official_variant() -> None:
+    """The OT variant: MSE between OT soft ranks of standardised returns and the ratings' hard ranks."""
+    returns = torch.tensor([[0.5, 0.1, 2.0], [3.0, -1.0, 0.0]], dtype=torch.float64)
+    loss = ranking_mse_loss(returns, soft_rank_method="ot")
+    # independent reference: POT's plan on each standardised row, ranks against (1, 2, 3)
+    expected = []
+    for row in returns.numpy():
+        z = (row - row.mean()) / (row.std(ddof=1) + 1e-8)
+        cost = (z[:, None] - np.linspace(0, 1, 3)[None, :]) ** 2
+        plan = ot.sinkhorn(
+            np.full(3, 1 / 3), np.full(3, 1 / 3), cost, 0.1, method="sinkhorn_log", stopThr=1e-13, numItermax=10**5
+        )
+        expected.append(((3 * (plan * np.arange(1, 4)).sum(1) - np.arange(1, 4)) ** 2).mean())
+    # the loss iterates Sinkhorn to a 1e-5 marginal tolerance (as the official code does), POT to convergence
+    assert float(loss) == pytest.approx(float(np.mean(expected)), abs=5e-3)
+    # near-perfect order scores far below the reversed order, and the module trains with it
+    assert float(ranking_mse_loss(torch.tensor([[0.0, 1.0, 2.0]]), soft_rank_method="ot")) < 0.01
+    assert float(ranking_mse_loss(torch.tensor([[2.0, 1.0, 0.0]]), soft_rank_method="ot")) > 2.0
+    model = R4RewardModel(2, 1, num_classes=3, hidden=4, depth=1, soft_rank="ot")
+    batch = {"obs": torch.randn(4, 3, 5, 2), "act": torch.randn(4, 3, 5, 1), "ratings": torch.arange(3).repeat(4, 1)}
+    model.compute_loss(batch).backward()
+    assert all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in model.parameters())
+    with pytest.raises(ValueError, match="soft_rank_method must be one of"):
+        ranking_mse_loss(returns, soft_rank_method="sinkhorn")
+    with pytest.raises(ValueError, match="soft_rank must be one of"):
+        R4RewardModel(2, 1, soft_rank="sinkhorn")
+
+
+@pytest.mark.parametrize("loss", ["rmse", "bradley_terry"])
+def test_ood_regulariser_is_the_official_term(loss: str) -> None:
+    torch.manual_seed(0)
+    low, high = [-1.0, -2.0, -0.5], [1.0, 2.0, 0.5]
+    base = R4RewardModel(2, 1, loss=loss, num_classes=3, ensemble_size=2, hidden=6, depth=1)
+    reg = R4RewardModel(2, 1, loss=loss, num_classes=3, ensemble_size=2, hidden=6, depth=1, ood_coeff=0.1,
+                        ood_low=low, ood_high=high, ood_batch_size=7)  # fmt: skip
+    reg.load_state_dict(base.state_dict())
+    if loss == "rmse":
+        batch = {
+            "obs": torch.randn(4, 3, 5, 2),
+            "act": torch.randn(4, 3, 5, 1),
+            "ratings": torch.arange(3).repeat(4, 1),
+        }
+        inside = [(batch["obs"], batch["act"])]
+    else:
+        batch = {"obs_a": torch.randn(4, 5, 2), "act_a": torch.randn(4, 5, 1), "obs_b": torch.randn(4, 5, 2),
+                 "act_b": torch.randn(4, 5, 1), "preference": torch.tensor([1.0, 0.0, 0.5, 1.0])}  # fmt: skip
+        inside = [(batch["obs_a"], batch["act_a"]), (batch["obs_b"], batch["act_b"])]
+    torch.manual_seed(5)
+    diff = reg.compute_loss(batch) - base.compute_loss(batch)
+    # reference: the same uniform draws, each member's reward by a direct forward pass of its MLP
+    torch.manual_seed(5)
+    points = torch.tensor(low) + (torch.tensor(high) - torch.tensor(low)) * torch.rand(7, 3)
+    expected = 0.0
+    for member in base.net.members:
+        steps = torch.cat([member(torch.cat([o, a], -1)).flatten() for o, a in inside])
+        expected += float(member(points).mean() - steps.mean())
+    assert float(diff) == pytest.approx(0.1 * expected, rel=1e-5, abs=1e-7)
+    assert bool(((points >= torch.tensor(low)) & (points <= torch.tensor(high))).all())
+
+
+def test_ood_option_errors() -> None:
+    with pytest.raises(ValueError, match="needs ood_low and ood_high"):
+        R4RewardModel(2, 1, ood_coeff=0.1)
+    with pytest.raises(ValueError, match="obs_dim \\+ act_dim = 3 numbers, got 2 and 3"):
+        R4RewardModel(2, 1, ood_coeff=0.1, ood_low=[0, 0], ood_high=[1, 1, 1])
+    with pytest.raises(ValueError, match="every ood_high entry above"):
+        R4RewardModel(2, 1, ood_coeff=0.1, ood_low=[0, 0, 0], ood_high=[1, 0, 1])
+    with pytest.raises(ValueError, match="ood_coeff is 0"):
+        R4RewardModel(2, 1, ood_low=[0, 0, 0], ood_high=[1, 1, 1])
+    with pytest.raises(ValueError, match="ood_coeff must be a non-negative number"):
+        R4RewardModel(2, 1, ood_coeff=-1.0)
+    with pytest.raises(ValueError, match="ood_batch_size must be a positive integer"):
+        R4RewardModel(2, 1, ood_coeff=0.1, ood_low=[0, 0, 0], ood_high=[1, 1, 1], ood_batch_size=0)

@@ -34,6 +34,24 @@ def test_collect_segments_returns_match_closed_form() -> None:
         collect_segments("Pendulum-v1", num_segments=2, segment_length=0)
 
 
+def test_state_action_box_reads_the_declared_spaces() -> None:
+    import gymnasium as gym
+
+    from lightning_icml26.data.rl import state_action_box
+
+    low, high = state_action_box("Pendulum-v1")
+    env = gym.make("Pendulum-v1")
+    expected_low = np.concatenate([env.observation_space.low, env.action_space.low])
+    expected_high = np.concatenate([env.observation_space.high, env.action_space.high])
+    np.testing.assert_allclose(low, expected_low)
+    np.testing.assert_allclose(high, expected_high)
+    low, high = state_action_box("MountainCar-v0")  # discrete actions: one-hot columns in [0, 1]
+    assert low[2:] == [0.0, 0.0, 0.0]
+    assert high[2:] == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="infinite observation or action bounds"):
+        state_action_box("CartPole-v1")
+
+
 def test_wrapper_passes_everything_but_the_reward() -> None:
     import gymnasium as gym
 

@@ -26,6 +26,7 @@ _LAZY = {
     "collect_segments": "envs",
     "segments_from_transitions": "envs",
     "RewardReplacementWrapper": "envs",
+    "state_action_box": "envs",
 }
 
 __all__ = [

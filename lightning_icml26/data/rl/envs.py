@@ -16,7 +16,7 @@ import torch
 
 from lightning_icml26.data.rl.ratings import Segments
 
-__all__ = ["RewardReplacementWrapper", "collect_segments", "segments_from_transitions"]
+__all__ = ["RewardReplacementWrapper", "collect_segments", "segments_from_transitions", "state_action_box"]
 
 RewardFn = Callable[[np.ndarray, np.ndarray], float]
 
@@ -212,3 +212,51 @@ class RewardReplacementWrapper(gym.Wrapper):
         starts_arr = np.array(starts, dtype=bool)
         starts_arr[0] = True  # the oldest remembered step opens a (possibly truncated) episode
         return np.stack(obs), np.stack(act), np.array(rew, dtype=np.float64), starts_arr
+
+
+def state_action_box(env_id: str, env_kwargs: dict[str, Any] | None = None) -> tuple[list[float], list[float]]:
+    """The declared observation and action ranges of a gymnasium environment, concatenated (observation first).
+
+    This is the box R4's out-of-distribution regulariser samples from (``R4RewardModel(ood_low=..., ood_high=...)``;
+    the official code reads the same ranges from its environment configs). Discrete actions are one-hot, so
+    their range is ``[0, 1]`` per action.
+
+    Args:
+        env_id: a registered gymnasium id with a ``Box`` observation space.
+        env_kwargs: keyword arguments of ``gymnasium.make``.
+
+    Returns:
+        ``(low, high)`` lists of ``obs_dim + act_dim`` floats.
+
+    Raises:
+        ValueError: if the observation space is not a ``Box`` or a bound is infinite (the box must then be
+            chosen by the user, e.g. from data quantiles).
+
+    Example:
+        >>> low, high = state_action_box("Pendulum-v1")
+        >>> low, high
+        ([-1.0, -1.0, -8.0, -2.0], [1.0, 1.0, 8.0, 2.0])
+    """
+    env = gym.make(env_id, **(env_kwargs or {}))
+    try:
+        obs_space, act_space = env.observation_space, env.action_space
+        if not isinstance(obs_space, gym.spaces.Box):
+            raise ValueError(f"env_id {env_id!r} has a {type(obs_space).__name__} observation space; a Box is needed")
+        low = [float(v) for v in np.asarray(obs_space.low).reshape(-1)]
+        high = [float(v) for v in np.asarray(obs_space.high).reshape(-1)]
+        if isinstance(act_space, gym.spaces.Discrete):
+            low += [0.0] * int(act_space.n)
+            high += [1.0] * int(act_space.n)
+        elif isinstance(act_space, gym.spaces.Box):
+            low += [float(v) for v in np.asarray(act_space.low).reshape(-1)]
+            high += [float(v) for v in np.asarray(act_space.high).reshape(-1)]
+        else:
+            raise ValueError(f"env_id {env_id!r} has a {type(act_space).__name__} action space; Box or Discrete needed")
+    finally:
+        env.close()
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise ValueError(
+            f"env_id {env_id!r} declares infinite observation or action bounds; pass ood_low / ood_high yourself "
+            "(for example quantiles of the collected segments)"
+        )
+    return low, high

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightning_icml26.metrics.functional.anchor_intensity import anchor_pl_intensity
+from lightning_icml26.metrics.functional.attention_approx import attention_approx_error
 from lightning_icml26.metrics.functional.boltzmann import (
     effective_sample_size,
     energy_w2,
@@ -52,6 +53,7 @@ from lightning_icml26.metrics.functional.irt import (
     theta_range,
 )
 from lightning_icml26.metrics.functional.matching import collision_rate, stability_violation_rate, stable_regret
+from lightning_icml26.metrics.functional.novelty import coverage_entropy, distinct_n, seen_rate
 from lightning_icml26.metrics.functional.recourse import (
     query_count,
     recourse_cost,
@@ -62,6 +64,10 @@ from lightning_icml26.metrics.functional.sparsity import compression_ratio, sele
 from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
 
 __all__ = [
+    "attention_approx_error",
+    "coverage_entropy",
+    "distinct_n",
+    "seen_rate",
     "anchor_pl_intensity",
     "collision_rate",
     "stability_violation_rate",

@@ -8,12 +8,20 @@ rated segments, the simulated teacher and :class:`~lightning_icml26.data.rl.Rati
 
 from __future__ import annotations
 
-from lightning_icml26.modules.r4.losses import bradley_terry_loss, ranking_mse_loss, rbrl_loss
+from lightning_icml26.modules.r4.losses import (
+    SOFT_RANK_METHODS,
+    average_ranks,
+    bradley_terry_loss,
+    ranking_mse_loss,
+    rbrl_loss,
+)
 from lightning_icml26.modules.r4.model import R4RewardModel, RewardEnsemble
 
 __all__ = [
+    "SOFT_RANK_METHODS",
     "R4RewardModel",
     "RewardEnsemble",
+    "average_ranks",
     "bradley_terry_loss",
     "ranking_mse_loss",
     "rbrl_loss",

@@ -10,13 +10,36 @@ import torch
 import torch.nn.functional as F
 
 from lightning_icml26.data.rl.ratings import check_ratings
+from lightning_icml26.ops.ot_rank import ot_soft_rank
 from lightning_icml26.ops.soft_rank import soft_rank
 
-__all__ = ["bradley_terry_loss", "ranking_mse_loss", "rbrl_loss"]
+__all__ = ["SOFT_RANK_METHODS", "average_ranks", "bradley_terry_loss", "ranking_mse_loss", "rbrl_loss"]
+
+#: Soft-rank operators of the ranking MSE: the permutahedron projection (the paper) or entropic OT.
+SOFT_RANK_METHODS = ("pav", "ot")
+#: Default soft-rank strength of each operator (the official code's defaults).
+DEFAULT_STRENGTH = {"pav": 1.0, "ot": 0.1}
+
+
+def average_ranks(scores: torch.Tensor) -> torch.Tensor:
+    """Hard ascending ranks (1-based) along the last dimension, ties sharing their average rank.
+
+    The same as ``scipy.stats.rankdata(..., method="average")`` applied to every row.
+
+    Example:
+        >>> average_ranks(torch.tensor([[2.0, 0.0, 2.0, 1.0]]))
+        tensor([[3.5000, 1.0000, 3.5000, 2.0000]])
+    """
+    below = (scores.unsqueeze(-1) > scores.unsqueeze(-2)).sum(-1)
+    equal = (scores.unsqueeze(-1) == scores.unsqueeze(-2)).sum(-1)
+    return (below + (equal + 1) / 2).to(scores.dtype)
 
 
 def ranking_mse_loss(
-    returns: torch.Tensor, ratings: torch.Tensor | None = None, regularization_strength: float = 1.0
+    returns: torch.Tensor,
+    ratings: torch.Tensor | None = None,
+    regularization_strength: float | None = None,
+    soft_rank_method: str = "pav",
 ) -> torch.Tensor:
     """R4's ranking mean squared error between soft ranks of predicted returns and ranks of the ratings.
 
@@ -29,13 +52,18 @@ def ranking_mse_loss(
         returns: predicted segment returns, shape ``(batch, n)``; ``n >= 2`` segments per item.
         ratings: rating classes of those segments, same shape; ``None`` means ``(0, ..., n-1)`` in every row
             (one segment per class, in class order, as the data module produces).
-        regularization_strength: ``eps`` of the soft rank (the paper uses 1.0).
+        regularization_strength: ``eps`` of the soft rank; ``None`` takes the operator's default (1.0 for
+            ``"pav"``, the paper's value; 0.1 for ``"ot"``, the official OT variant's).
+        soft_rank_method: ``"pav"`` (the paper: projection onto the permutahedron, target = soft ranks of the
+            ratings at the same ``eps``) or ``"ot"`` (the official code's optimal-transport variant,
+            :func:`~lightning_icml26.ops.ot_rank.ot_soft_rank` of the standardised returns, target = the hard
+            ranks of the ratings, ties averaged).
 
     Returns:
         The scalar loss.
 
     Raises:
-        ValueError: for fewer than two segments per item or mismatched shapes.
+        ValueError: for fewer than two segments per item, mismatched shapes or an unknown method.
 
     Example:
         >>> ranking_mse_loss(torch.tensor([[0.0, 1.0, 2.0]]))
@@ -56,9 +84,14 @@ def ranking_mse_loss(
                 f"ratings must have the shape of returns {tuple(returns.shape)}, got {tuple(ratings.shape)}"
             )
         target_scores = ratings.to(returns.dtype)
+    if soft_rank_method not in SOFT_RANK_METHODS:
+        raise ValueError(f"soft_rank_method must be one of {SOFT_RANK_METHODS}, got {soft_rank_method!r}")
+    eps = DEFAULT_STRENGTH[soft_rank_method] if regularization_strength is None else regularization_strength
+    if soft_rank_method == "ot":
+        return F.mse_loss(ot_soft_rank(returns, eps), average_ranks(target_scores))
     with torch.no_grad():
-        target = soft_rank(target_scores, regularization_strength)
-    predicted = soft_rank(returns, regularization_strength)
+        target = soft_rank(target_scores, eps)
+    predicted = soft_rank(returns, eps)
     return F.mse_loss(predicted, target)
 
 

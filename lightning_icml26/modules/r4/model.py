@@ -12,12 +12,17 @@ summary of the paper writes a discounted sum); every ensemble member sees the sa
 updated together by one optimizer on the sum of their losses (the official code trains the members one after
 another, each with its own shuffling of the same rated segments; the members still differ by initialisation).
 The official L2 penalty ``lambda * sum_layers ||theta||_2`` (un-squared norms; 0.01 for cheetah / walker) is the
-``l2_lambda`` option, off by default.
+``l2_lambda`` option, off by default. Two further options of the official code: the optimal-transport soft rank
+(``soft_rank="ot"``) and the out-of-distribution regulariser (``ood_coeff > 0``, the official ``regularize_ood``):
+``ood_coeff * (mean reward of uniform random state-actions in the box [ood_low, ood_high] - mean reward of the
+batch's state-actions)``, which keeps the learned reward low away from the data. The official code draws
+``ood_batch_size = 1024`` points per step with coefficient 0.1 and takes the box from the environment's declared
+state and action ranges.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +33,7 @@ from torch import nn
 
 from lightning_icml26.data.rl.ratings import LOSSES, check_ratings
 from lightning_icml26.modules.nets import MLP
-from lightning_icml26.modules.r4.losses import bradley_terry_loss, ranking_mse_loss, rbrl_loss
+from lightning_icml26.modules.r4.losses import SOFT_RANK_METHODS, bradley_terry_loss, ranking_mse_loss, rbrl_loss
 
 __all__ = ["R4RewardModel", "RewardEnsemble"]
 
@@ -77,6 +82,34 @@ class RewardEnsemble(nn.Module):
         return torch.stack([member(x).squeeze(-1) for member in self.members])
 
 
+def _ood_box(
+    coeff: float, low: Sequence[float] | None, high: Sequence[float] | None, batch_size: int, width: int
+) -> torch.Tensor:
+    """Validate the OOD options; the ``(2, width)`` box ``[low; high]`` (empty when the regulariser is off)."""
+    if isinstance(coeff, bool) or not isinstance(coeff, (int, float)) or not coeff >= 0:
+        raise ValueError(f"ood_coeff must be a non-negative number, got {coeff!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"ood_batch_size must be a positive integer, got {batch_size!r}")
+    if coeff == 0:
+        if low is not None or high is not None:
+            raise ValueError("ood_low / ood_high are given but ood_coeff is 0: set ood_coeff > 0 to use the box")
+        return torch.zeros(2, 0)
+    if low is None or high is None:
+        raise ValueError(f"ood_coeff = {coeff} needs ood_low and ood_high (obs_dim + act_dim = {width} numbers each)")
+    low_list, high_list = [float(v) for v in low], [float(v) for v in high]
+    if len(low_list) != width or len(high_list) != width:
+        raise ValueError(
+            f"ood_low and ood_high must each hold obs_dim + act_dim = {width} numbers, got "
+            f"{len(low_list)} and {len(high_list)}"
+        )
+    box = torch.tensor([low_list, high_list], dtype=torch.float32)
+    if not bool(torch.isfinite(box).all()) or not bool((box[1] > box[0]).all()):
+        raise ValueError(
+            f"ood_low and ood_high must be finite, every ood_high entry above ood_low's, got {low_list}, {high_list}"
+        )
+    return box
+
+
 def _default_optimizer(params: Iterable[Any]) -> torch.optim.Optimizer:
     return torch.optim.Adam(params, lr=3e-4)
 
@@ -97,10 +130,18 @@ class R4RewardModel(LightningModule):
         ensemble_size: reward networks in the ensemble.
         hidden: hidden width of each network.
         depth: hidden layers of each network.
-        regularization_strength: soft-rank ``eps`` of the ranking MSE (1.0 in the paper).
+        regularization_strength: soft-rank ``eps`` of the ranking MSE; ``None`` takes the operator's default
+            (1.0 for ``"pav"``, the paper; 0.1 for ``"ot"``).
+        soft_rank: ``"pav"`` (the paper's permutahedron projection) or ``"ot"`` (the official optimal-transport
+            variant); used by ``loss="rmse"`` only.
         rbrl_k: sharpness ``k`` of the RbRL logits (30 in the paper).
         l2_lambda: weight of the official code's penalty ``sum over parameter tensors of ||theta||_2`` (the
             Euclidean norm, not squared) added to the loss of any ``loss``; 0 disables it.
+        ood_coeff: weight of the out-of-distribution regulariser (0 disables it; the official code uses 0.1).
+        ood_low: lower corner of the state-action box the regulariser samples from, ``obs_dim + act_dim``
+            numbers (observation first); required when ``ood_coeff > 0``.
+        ood_high: upper corner of that box, same length, every entry above ``ood_low``'s.
+        ood_batch_size: uniform points drawn per training step (1024 in the official code).
         optimizer: factory taking the parameters; default ``Adam(lr=3e-4)`` as in the paper.
 
     Example:
@@ -118,21 +159,31 @@ class R4RewardModel(LightningModule):
         ensemble_size: int = 3,
         hidden: int = 256,
         depth: int = 3,
-        regularization_strength: float = 1.0,
+        regularization_strength: float | None = None,
         rbrl_k: float = 30.0,
         l2_lambda: float = 0.0,
+        soft_rank: str = "pav",
+        ood_coeff: float = 0.0,
+        ood_low: Sequence[float] | None = None,
+        ood_high: Sequence[float] | None = None,
+        ood_batch_size: int = 1024,
         optimizer: OptimizerFactory | None = None,
     ) -> None:
         super().__init__()
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
         check_ratings(torch.zeros(1, dtype=torch.long), num_classes)
-        if not regularization_strength > 0:
-            raise ValueError(f"regularization_strength must be positive, got {regularization_strength!r}")
+        if regularization_strength is not None and not regularization_strength > 0:
+            raise ValueError(f"regularization_strength must be positive or None, got {regularization_strength!r}")
+        if soft_rank not in SOFT_RANK_METHODS:
+            raise ValueError(f"soft_rank must be one of {SOFT_RANK_METHODS}, got {soft_rank!r}")
+        box = _ood_box(ood_coeff, ood_low, ood_high, ood_batch_size, obs_dim + act_dim)
         if isinstance(l2_lambda, bool) or not isinstance(l2_lambda, (int, float)) or not l2_lambda >= 0:
             raise ValueError(f"l2_lambda must be a non-negative number, got {l2_lambda!r}")
         self.save_hyperparameters(ignore=["optimizer"])
         self.net = RewardEnsemble(obs_dim, act_dim, ensemble_size, hidden, depth)
+        self.ood_box: torch.Tensor
+        self.register_buffer("ood_box", box, persistent=False)
         self.optimizer_factory = optimizer or _default_optimizer
         self.reward_mean: torch.Tensor
         self.reward_std: torch.Tensor
@@ -168,11 +219,30 @@ class R4RewardModel(LightningModule):
         """``sum over the reward networks' parameter tensors of ||theta||_2`` (the official code's penalty)."""
         return torch.stack([p.norm() for p in self.net.parameters()]).sum()
 
+    def ood_penalty(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``sum over members of mean r(uniform box points) - mean r(the batch's state-actions)``.
+
+        The official ``regularize_ood`` term without its coefficient: the batch's per-step rewards are pushed up
+        and those of ``ood_batch_size`` fresh uniform draws from the box pushed down.
+        """
+        keys = [("obs", "act")] if "obs" in batch else [("obs_a", "act_a"), ("obs_b", "act_b")]
+        inside = torch.cat([self.net(batch[o], batch[a]).flatten(1) for o, a in keys], dim=1)  # (E, steps)
+        low, high = self.ood_box[0], self.ood_box[1]
+        draws = torch.rand(int(self.hparams["ood_batch_size"]), low.numel(), device=low.device, dtype=low.dtype)
+        points = low + (high - low) * draws
+        outside = self.net(points[:, : self.net.obs_dim], points[:, self.net.obs_dim :])  # (E, ood_batch_size)
+        return (outside.mean(1) - inside.mean(1)).sum()
+
     def compute_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The configured loss summed over ensemble members, plus ``l2_lambda * l2_penalty()`` when enabled."""
-        data_loss = self._data_loss(batch)
+        """The configured loss summed over ensemble members, plus the enabled L2 and OOD terms."""
+        loss = self._data_loss(batch)
         l2_lambda = float(self.hparams.get("l2_lambda", 0.0))
-        return data_loss + l2_lambda * self.l2_penalty() if l2_lambda > 0 else data_loss
+        if l2_lambda > 0:
+            loss = loss + l2_lambda * self.l2_penalty()
+        ood_coeff = float(self.hparams.get("ood_coeff", 0.0))
+        if ood_coeff > 0:
+            loss = loss + ood_coeff * self.ood_penalty(batch)
+        return loss
 
     def _data_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         loss = self.hparams["loss"]
@@ -180,8 +250,9 @@ class R4RewardModel(LightningModule):
             obs, act, ratings = batch["obs"], batch["act"], batch["ratings"]  # (B, C, T, d), (B, C)
             check_ratings(ratings, self.hparams["num_classes"])
             returns = self.segment_returns(obs, act)  # (E, B, C)
-            eps = self.hparams["regularization_strength"]
-            return sum((ranking_mse_loss(r, ratings, eps) for r in returns), torch.zeros((), device=obs.device))
+            eps, method = self.hparams["regularization_strength"], self.hparams.get("soft_rank", "pav")
+            zero = torch.zeros((), device=obs.device)
+            return sum((ranking_mse_loss(r, ratings, eps, method) for r in returns), zero)
         if loss == "rbrl":
             returns = self.segment_returns(batch["obs"], batch["act"])  # (E, B)
             k, n = self.hparams["rbrl_k"], self.hparams["num_classes"]

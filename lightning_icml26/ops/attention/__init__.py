@@ -8,7 +8,10 @@ Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have
 from __future__ import annotations
 
 from lightning_icml26.ops.attention._kernels import apply_rotary
+from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.dense import dense_attention
+from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
+from lightning_icml26.ops.attention.isa_module import ISAAttention, SDPAAttention
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.module import (
     ATTENTION_BACKENDS,
@@ -39,6 +42,9 @@ __all__ = [
     "dense_attention",
     "get_attention_backend",
     "HF_ATTENTION_NAMES",
+    "ISA_ROUTINGS",
+    "ISAAttention",
+    "isa_attention",
     "LiveBytesTracker",
     "register_hf_attention",
     "ring_attention",
@@ -46,6 +52,8 @@ __all__ = [
     "route_attention",
     "route_hf_model",
     "SavedTensorBytes",
+    "SDPAAttention",
+    "topk_block_attention",
     "ulysses_attention",
     "upipe_attention",
     "upipe_qkv_attention",

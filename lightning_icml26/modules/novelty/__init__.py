@@ -1,0 +1,9 @@
+"""Self-play LightningModules (Seen-Detector novelty reward, see ``docs/novelty-selfplay.md``)."""
+
+from __future__ import annotations
+
+from lightning_icml26.modules.novelty.protocols import SelfPlayQuestioner, SelfPlaySolver
+from lightning_icml26.modules.novelty.selfplay import SelfPlayModule, group_advantages
+from lightning_icml26.modules.novelty.toy import toy_selfplay_module
+
+__all__ = ["group_advantages", "SelfPlayModule", "SelfPlayQuestioner", "SelfPlaySolver", "toy_selfplay_module"]

@@ -1,0 +1,47 @@
+"""benchmarks/isa_attention.py: one small seeded run, and targets with the same keys at every size."""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import torch
+
+isa_bench = importlib.import_module("benchmarks.isa_attention")
+
+
+def test_small_run_rows_and_targets() -> None:
+    run = isa_bench.run_seed(8, 4, 0, 5.0)  # 256 + 256 tokens
+    rows = run["rows"]
+    assert rows["dense"]["rel_l2"] == 0.0
+    assert rows["dense"]["score_ratio"] == 1.0
+    for m in ("topk_block", "isa_random", "isa"):
+        assert 0 < rows[m]["score_ratio"] < 1
+        assert 0 < rows[m]["rel_l2"] < 1
+    # the top-k baseline is given ISA's budget: its score count is within one key block per query block
+    assert abs(rows["topk_block"]["score_ratio"] - rows["isa"]["score_ratio"]) <= 64 / 512 / 2 + 1e-9
+    assert -1 <= run["spearman_taylor"] <= 1
+    one = {5.0: [run]}
+    two = {5.0: [run], 10.0: [run]}
+    small = isa_bench.build_targets(one, isa_bench.summarise_insights(one))
+    big = isa_bench.build_targets(two, isa_bench.summarise_insights(two))
+    assert small.keys() == big.keys()
+    assert math.isnan(small["gpu_latency_ratio_64k"]["value"])
+    assert small["gpu_latency_ratio_64k"]["met"] is False
+    assert small["isa_score_ratio"]["value"] == rows["isa"]["score_ratio"]
+
+
+def test_gpu_latency_target_reads_the_64k_row_and_is_empty_without_cuda() -> None:
+    run = {
+        "rows": {m: {"score_ratio": 0.3, "rel_l2": 0.1, "cosine": 0.995} for m in ("topk_block", "isa_random", "isa")},
+        "context_mass_ratio": 0.5,
+        "spearman_taylor": 0.2,
+        "spearman_zeroth": 0.3,
+    }
+    by_temp = {2.0: [run]}
+    gpu = [{"tokens": 16384, "ratio": 0.9}, {"tokens": 65536, "ratio": 0.35}]
+    targets = isa_bench.build_targets(by_temp, isa_bench.summarise_insights(by_temp), gpu)
+    assert targets["gpu_latency_ratio_64k"] == {"value": 0.35, "target": "<= 0.4", "met": True}
+    assert targets["isa_err_over_isa_random"]["met"] is False  # equal errors are not lower
+    if not torch.cuda.is_available():
+        assert isa_bench.gpu_latency() == []
