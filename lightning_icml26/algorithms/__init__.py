@@ -6,6 +6,13 @@ causal discovery on count data (``algorithms.causal``).
 
 from __future__ import annotations
 
+from lightning_icml26.algorithms.anchor_intensity import (
+    borda_interpolation,
+    estimate_intensity,
+    sample_anchors,
+    solve_response_utility,
+)
+from lightning_icml26.algorithms.anchor_judge import RankingJudge, evaluate_with_judge, steering_prompt
 from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
@@ -42,6 +49,13 @@ from lightning_icml26.algorithms.novelty import (
 __all__ = [
     "MemoryPenalty",
     "NoveltyReward",
+    "evaluate_with_judge",
+    "RankingJudge",
+    "steering_prompt",
+    "borda_interpolation",
+    "estimate_intensity",
+    "sample_anchors",
+    "solve_response_utility",
     "AttributeBlindClassifier",
     "CalibratedSeenDetector",
     "DeepSVDDDetector",

@@ -42,9 +42,19 @@ from lightning_icml26.data.tabular import (
     split_indices,
 )
 from lightning_icml26.data.text import ByteChunkDataset, StdlibTextDataModule, load_stdlib_bytes
+from lightning_icml26.data.valueflow import (
+    HierarchicalBatchSampler,
+    ValueTextCorpus,
+    ValueTextDataModule,
+    make_value_texts,
+)
 from lightning_icml26.data.video_qkv import video_qkv
 
 __all__ = [
+    "HierarchicalBatchSampler",
+    "make_value_texts",
+    "ValueTextCorpus",
+    "ValueTextDataModule",
     "video_qkv",
     "make_edit_clips",
     "MovingShapesEditDataModule",

@@ -5,6 +5,7 @@ Never imports lightning or :mod:`lightning_icml26.modules`.
 
 from __future__ import annotations
 
+from lightning_icml26.metrics.anchor_intensity import AnchorPLIntensity
 from lightning_icml26.metrics.attention_approx import AttentionApproxError
 from lightning_icml26.metrics.boltzmann import TICAW2, EffectiveSampleSize, EnergyW2, TorusW2
 from lightning_icml26.metrics.causal import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
@@ -40,6 +41,7 @@ __all__ = [
     "CounterexampleTokens",
     "FixRate",
     "PassAtK",
+    "AnchorPLIntensity",
     "LatentPairF1",
     "OrientationAccuracy",
     "SkeletonF1",

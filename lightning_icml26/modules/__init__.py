@@ -19,9 +19,13 @@ from lightning_icml26.modules.novelty import SelfPlayModule
 from lightning_icml26.modules.probe import LayerFeatureExtractor, LayerFusion, MultiLayerProbe
 from lightning_icml26.modules.resnet import BasicBlock, CifarResNet
 from lightning_icml26.modules.sparse_regression import SparseRegressionModule
+from lightning_icml26.modules.valueflow import HashedBagEncoder, HiVESModule, MiniLMEncoder
 
 __all__ = [
     "SelfPlayModule",
+    "HashedBagEncoder",
+    "HiVESModule",
+    "MiniLMEncoder",
     "AggregationFreeServer",
     "ConvNet",
     "EditBlock",

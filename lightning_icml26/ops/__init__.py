@@ -25,6 +25,12 @@ from lightning_icml26.ops.attention import (
     upipe_qkv_attention,
 )
 from lightning_icml26.ops.georeg import GeoRegLoss, georeg_penalty
+from lightning_icml26.ops.hierarchical_contrastive import (
+    HierarchicalAlignLoss,
+    HierarchicalContrastiveLoss,
+    anchor_info_nce,
+    hierarchical_contrastive_loss,
+)
 from lightning_icml26.ops.itc_decoder import DECODERS, ITCDecoder, decode_next_frame
 from lightning_icml26.ops.ot_rank import ot_soft_rank
 from lightning_icml26.ops.sinkhorn import greedy_round, sinkhorn_log
@@ -41,6 +47,10 @@ from lightning_icml26.ops.spectrum_match import (
 )
 
 __all__ = [
+    "anchor_info_nce",
+    "HierarchicalAlignLoss",
+    "HierarchicalContrastiveLoss",
+    "hierarchical_contrastive_loss",
     "build_itc_cost",
     "check_heads",
     "decode_next_frame",

@@ -10,6 +10,7 @@
 * :func:`isa_edit_task` (``isa_edit_toy``): a toy in-context video editor, dense then ISA fine-tuning.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
 * :func:`pgs_mutants_task` (``pgs_mutants``): PGS or a debugging baseline repairing the mutant suite.
+* :func:`valueflow_intensity_task` (``valueflow_intensity``): VALUEFLOW's anchor-based intensity evaluator.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lightning_icml26.tasks.isa_edit import isa_edit_task
 from lightning_icml26.tasks.lcpbscm import lcpbscm_task
 from lightning_icml26.tasks.matching_market import matching_market_task
 from lightning_icml26.tasks.pgs_mutants import pgs_mutants_task
+from lightning_icml26.tasks.valueflow_intensity import valueflow_intensity_task
 
 # Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
 _LAZY = {
@@ -40,6 +42,7 @@ __all__ = [
     "lcpbscm_task",
     "matching_market_task",
     "pgs_mutants_task",
+    "valueflow_intensity_task",
     *_LAZY,
 ]
 

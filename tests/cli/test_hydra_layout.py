@@ -31,6 +31,7 @@ TASKS = {
     "lcpbscm_rwm1984",
     "isa_edit_toy",
     "pgs_mutants",
+    "valueflow_intensity",
 }
 TRAINING = [name for name in RECIPES if name not in TASKS]
 GROUPS = ["trainer", "logger", "callbacks", "data", "model", "model/optimizer", "strategy", "task"]

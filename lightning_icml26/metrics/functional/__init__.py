@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lightning_icml26.metrics.functional.anchor_intensity import anchor_pl_intensity
 from lightning_icml26.metrics.functional.attention_approx import attention_approx_error
 from lightning_icml26.metrics.functional.boltzmann import (
     effective_sample_size,
@@ -77,6 +78,7 @@ __all__ = [
     "fix_rate",
     "pass_at_k",
     "pass_at_k_per_problem",
+    "anchor_pl_intensity",
     "collision_rate",
     "stability_violation_rate",
     "stable_regret",
