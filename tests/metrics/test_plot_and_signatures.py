@@ -36,6 +36,15 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "ErrorCorrelation": (lambda: metrics.ErrorCorrelation(), (_PROBS, _PROBS.flip(0), _Y)),
     "RobustPoolingWeight": (lambda: metrics.RobustPoolingWeight((0.1, 0.5)), (_PROBS, _PROBS.flip(0), _Y)),
     "Sparsity": (lambda: metrics.Sparsity(), (torch.tensor([0.0, 1.0, 2.0]),)),
+    "AnchorPLIntensity": (
+        lambda: metrics.AnchorPLIntensity(num_responses=2, num_windows=1, k=3),
+        (
+            torch.tensor([0, 1]),
+            torch.tensor([0, 0]),
+            torch.tensor([[1, 0, 2], [1, 2, 0]]),
+            torch.tensor([[6.0, -6.0]] * 2),
+        ),
+    ),
     "AttentionApproxError": (
         lambda: metrics.AttentionApproxError(),
         (torch.randn(1, 4, 2, 3), torch.randn(1, 4, 2, 3)),
@@ -117,6 +126,7 @@ def test_functional_twin_takes_update_arguments_in_order(name: str) -> None:
         "TorusW2": "torus_w2",
         "EnergyW2": "energy_w2",
         "RobustPoolingWeight": "robust_pooling",
+        "AnchorPLIntensity": "anchor_pl_intensity",
     }
     twin_name = renamed.get(name, _snake(name))
     twin = getattr(functional, twin_name, None)
