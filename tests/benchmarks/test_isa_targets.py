@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import math
 
+import numpy as np
 import torch
 
 isa_bench = importlib.import_module("benchmarks.isa_attention")
@@ -21,6 +22,8 @@ def test_small_run_rows_and_targets() -> None:
     # the top-k baseline is given ISA's budget: its score count is within one key block per query block
     assert abs(rows["topk_block"]["score_ratio"] - rows["isa"]["score_ratio"]) <= 64 / 512 / 2 + 1e-9
     assert -1 <= run["spearman_taylor"] <= 1
+    assert -1 <= run["spearman_taylor_abs"] <= 1
+    assert run["all_context_err_over_random"] > 0
     one = {5.0: [run]}
     two = {5.0: [run], 10.0: [run]}
     small = isa_bench.build_targets(one, isa_bench.summarise_insights(one))
@@ -36,7 +39,9 @@ def test_gpu_latency_target_reads_the_64k_row_and_is_empty_without_cuda() -> Non
         "rows": {m: {"score_ratio": 0.3, "rel_l2": 0.1, "cosine": 0.995} for m in ("topk_block", "isa_random", "isa")},
         "context_mass_ratio": 0.5,
         "spearman_taylor": 0.2,
+        "spearman_taylor_abs": 0.25,
         "spearman_zeroth": 0.3,
+        "all_context_err_over_random": 0.9,
     }
     by_temp = {2.0: [run]}
     gpu = [{"tokens": 16384, "ratio": 0.9}, {"tokens": 65536, "ratio": 0.35}]
@@ -45,3 +50,20 @@ def test_gpu_latency_target_reads_the_64k_row_and_is_empty_without_cuda() -> Non
     assert targets["isa_err_over_isa_random"]["met"] is False  # equal errors are not lower
     if not torch.cuda.is_available():
         assert isa_bench.gpu_latency() == []
+
+
+def test_block_errors_match_a_numpy_loop() -> None:
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(2, 128, 3, 4, generator=g, dtype=torch.float64)
+    out = ref + 0.1 * torch.randn(2, 128, 3, 4, generator=g, dtype=torch.float64)
+    a, r = out.numpy(), ref.numpy()
+    expect_abs = np.zeros((2, 3, 2))
+    expect_rel = np.zeros((2, 3, 2))
+    for b in range(2):
+        for h in range(3):
+            for j in range(2):
+                diff = a[b, 64 * j : 64 * (j + 1), h] - r[b, 64 * j : 64 * (j + 1), h]
+                expect_abs[b, h, j] = np.sqrt((diff**2).sum())
+                expect_rel[b, h, j] = expect_abs[b, h, j] / np.sqrt((r[b, 64 * j : 64 * (j + 1), h] ** 2).sum())
+    np.testing.assert_allclose(isa_bench._block_errors(out, ref, relative=False).numpy(), expect_abs, rtol=1e-12)
+    np.testing.assert_allclose(isa_bench._block_errors(out, ref).numpy(), expect_rel, rtol=1e-12)

@@ -13,7 +13,9 @@ part may be shorter) and every block is mean-pooled. From the pooled attention `
 3. **0-th order Taylor path.** A query block attends exactly to the tokens of its ``exact_block_fraction``
    top kept key blocks (by pooled probability, at least one); every other kept block ``B`` of ``c_B`` tokens
    contributes one logit ``q·k̄_B · scale + log c_B`` with value ``v̄_B``, i.e. ``c_B · exp(q·k̄_B) · v̄_B``
-   in the numerator and ``c_B · exp(q·k̄_B)`` in the denominator of the same softmax.
+   in the numerator and ``c_B · exp(q·k̄_B)`` in the denominator of the same softmax. (The authors' kernel
+   ranks the exact blocks by the dot product of block sums of q and k and weights every block by the full
+   block size: the same for whole blocks; only ragged blocks are treated differently here.)
 4. **Gate (optional).** ``out + α · out_coarse`` with ``α = 0.5 · (sigmoid(gate_logits) − 0.5)`` in
    ``(−0.25, 0.25)`` and ``out_coarse = softmax(q̄ k̄ᵀ · scale) v̄`` broadcast to every token of a block.
 
