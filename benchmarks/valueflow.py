@@ -54,8 +54,45 @@ from lightning_icml26.modules import HiVESModule, MiniLMEncoder
 from lightning_icml26.ops import anchor_info_nce
 
 
+def authors_figures(sim: np.ndarray, levels: np.ndarray, directions: np.ndarray) -> dict[str, float]:
+    """The two embedding figures as the authors' evaluation code defines them (3 levels + direction).
+
+    ``rank_pairwise``: for every query, the other texts fall into five bins by how far up the tree they part
+    from it: 0 same leaf and direction, 1 same leaf and the other direction, 2 same L2 and another L3, 3 same
+    L1 and another L2, 4 another L1; the share of cross-bin pairs whose cosine to the query is ordered like
+    their bins (all pairs here; the authors draw one text per bin). ``pearson_labels``: Pearson correlation of
+    cosine with (the number of the three level labels that agree, position by position) + 0.5 x same direction.
+    """
+    n = len(sim)
+    lv, dv = levels, directions
+    eq = lv[:, None, :] == lv[None, :, :]
+    same_dir = dv[:, None] == dv[None, :]
+    bins = np.full((n, n), 4)
+    bins[eq[..., 0]] = 3
+    bins[eq[..., 0] & eq[..., 1]] = 2
+    bins[eq.all(-1)] = 1
+    bins[eq.all(-1) & same_dir] = 0
+    correct = total = 0
+    for a in range(n):
+        keep = np.arange(n) != a
+        s_a, b_a = sim[a, keep], bins[a, keep]
+        groups = [np.sort(s_a[b_a == b]) for b in range(5)]
+        for p in range(5):
+            for q in range(p + 1, 5):
+                if len(groups[p]) and len(groups[q]):
+                    # pairs (x in bin p, y in bin q) with x > y
+                    correct += int(np.searchsorted(groups[q], groups[p], side="left").sum())
+                    total += len(groups[p]) * len(groups[q])
+    label_sim = eq.sum(-1) + 0.5 * same_dir
+    upper = np.triu_indices(n, 1)
+    return {
+        "rank_pairwise": correct / total if total else float("nan"),
+        "pearson_labels": float(np.corrcoef(sim[upper], label_sim[upper])[0, 1]),
+    }
+
+
 def retrieval_figures(z: torch.Tensor, levels: torch.Tensor, directions: torch.Tensor) -> dict[str, float]:
-    """MAP by level (all queries and by query direction) and Spearman(cosine, tree similarity)."""
+    """MAP by level (all queries and by query direction), Spearman(cosine, tree similarity) and the authors' pair."""
     sim = (z @ z.T).numpy()
     n = len(z)
     lv, dv = levels.numpy(), directions.numpy()
@@ -79,6 +116,7 @@ def retrieval_figures(z: torch.Tensor, levels: torch.Tensor, directions: torch.T
     tree = depth + (same_dir & (depth == lv.shape[1]))  # direction is the label's last level
     upper = np.triu_indices(n, 1)
     out["spearman_tree"] = float(spearmanr(sim[upper], tree[upper]).statistic)
+    out.update(authors_figures(sim, lv, dv))
     return out
 
 
@@ -227,7 +265,16 @@ def main() -> None:
     if not args.skip_embeddings:
         emb_rows, emb = embeddings_claim(args)
         print("\n## Embeddings on held-out texts\n")
-        cols = ["embedder", "map_l1", "map_l2", "map_l3", "map_mean", "spearman_tree"]
+        cols = [
+            "embedder",
+            "map_l1",
+            "map_l2",
+            "map_l3",
+            "map_mean",
+            "spearman_tree",
+            "rank_pairwise",
+            "pearson_labels",
+        ]
         cols += [f"map_l{lv}_{d}" for lv in (1, 2, 3) for d in ("supports", "opposes")]
         print(markdown_table(emb_rows, cols))
         figures["embeddings"] = emb
