@@ -10,9 +10,10 @@ Each ranking is a permutation of the window's items, best first; item ``0`` is t
 
 whose derivative is strictly decreasing, so its root (the maximiser) is found by bisection on ``[-20, 20]``.
 The root is mapped back to the intensity scale by isotonic regression fitted on the response's anchors
-``(u_a, I_a)`` and guarded by the windows: a response ranked last in every window gets ``min I_a - margin``, one
-ranked first everywhere ``max I_a + margin``, any other is clamped to ``[min I_a, max I_a]``; the result is
-clipped to ``[-10, 10]``.
+``(u_a, I_a)`` and guarded by the windows: a response ranked last in every window is placed just below
+``min I_a`` (the next float below it, or ``min I_a - margin`` for a positive ``guard_margin``), one ranked first
+everywhere just above ``max I_a``, any other is clamped to ``[min I_a, max I_a]``; the result is clipped to
+``[-10, 10]``. The default ``guard_margin = 0`` is the authors' released behaviour.
 
 If the derivative does not change sign on the bracket (possible only when ``lambda`` is very small and the
 data are extreme), the bracket end towards which the likelihood grows is returned; the paper falls back to
@@ -32,6 +33,7 @@ __all__ = [
     "calibrate_intensity",
     "check_rankings",
     "estimate_intensity",
+    "pl_log_likelihood",
     "pl_response_score",
     "sample_anchors",
     "solve_response_utility",
@@ -102,6 +104,35 @@ def _stage_logsumexp(rankings: np.ndarray, anchor_utilities: np.ndarray) -> tupl
     position = np.argmax(rankings == 0, axis=-1)
     mask = np.arange(k) <= position[..., None]
     return lse, mask
+
+
+def pl_log_likelihood(
+    u: np.ndarray | float, rankings: np.ndarray, anchor_utilities: np.ndarray, l2: float = 1e-3
+) -> np.ndarray:
+    """Penalised Plackett-Luce log-likelihood ``l(u)`` of the full rankings (anchor choices included).
+
+    Args:
+        u: response utility, a scalar or one per leading index of ``rankings``.
+        rankings: ``[..., m, k]`` permutations (item 0 = the response), best first.
+        anchor_utilities: ``[..., m, k - 1]`` fixed anchor utilities.
+        l2: ridge ``lambda`` (the penalty is ``lambda u^2 / 2``).
+
+    Returns:
+        ``l(u)`` with the leading shape of ``rankings``; its derivative is :func:`pl_response_score`.
+
+    Example:
+        >>> round(float(pl_log_likelihood(0.0, np.array([[0, 1]]), np.array([[0.0]]), l2=0.0)), 4)  # log 1/2
+        -0.6931
+    """
+    ranks = np.asarray(rankings)
+    lse, mask = _stage_logsumexp(ranks, anchor_utilities)
+    u_arr = np.asarray(u, dtype=np.float64)
+    u_b = u_arr[..., None, None]
+    utilities = np.concatenate([np.zeros_like(anchor_utilities[..., :1]), anchor_utilities], axis=-1)
+    chosen = np.where(ranks == 0, u_b, np.take_along_axis(utilities, ranks, axis=-1))
+    with np.errstate(divide="ignore"):
+        normaliser = np.where(mask, np.logaddexp(u_b, lse), lse)
+    return (chosen - normaliser).sum(axis=(-1, -2)) - 0.5 * l2 * u_arr**2
 
 
 def pl_response_score(
@@ -191,7 +222,7 @@ def calibrate_intensity(
     rankings: np.ndarray,
     anchor_utilities: np.ndarray,
     anchor_intensities: np.ndarray,
-    guard_margin: float = 0.5,
+    guard_margin: float = 0.0,
 ) -> np.ndarray:
     """Isotonic map from utility to intensity (fitted on each response's anchors), window guards and clipping.
 
@@ -202,16 +233,24 @@ def calibrate_intensity(
         rankings: ``[R, m, k]`` rankings (for the guards).
         anchor_utilities: ``[R, m, k - 1]``.
         anchor_intensities: ``[R, m, k - 1]`` in ``[-10, 10]``.
-        guard_margin: distance beyond the anchors' range of a response that lost (won) every window.
+        guard_margin: distance beyond the anchors' range of a response that lost (won) every window;
+            ``0`` (default, as released by the authors) places it at the next float beyond the range.
 
     Returns:
         ``[R]`` intensities in ``[-10, 10]``.
 
+    Raises:
+        ValueError: if ``guard_margin`` is negative.
+
     Example:
         >>> r = np.array([[[0, 1, 2]]]); a = np.array([[[2.0, -2.0]]])
-        >>> calibrate_intensity(np.array([5.0]), r, a, a).tolist()   # beat both anchors: max + margin
+        >>> calibrate_intensity(np.array([5.0]), r, a, a, guard_margin=0.5).tolist()   # beat both: max + margin
         [2.5]
+        >>> bool(calibrate_intensity(np.array([5.0]), r, a, a)[0] > 2.0)   # default: just above the max
+        True
     """
+    if not guard_margin >= 0:
+        raise ValueError(f"guard_margin must be >= 0, got {guard_margin}")
     isotonic = require("sklearn.isotonic", "valueflow", "the isotonic calibration of the anchor evaluator")
     out = np.empty(len(utilities))
     position = np.argmax(rankings == 0, axis=-1)  # [R, m]
@@ -220,9 +259,9 @@ def calibrate_intensity(
         x, y = anchor_utilities[i].reshape(-1), anchor_intensities[i].reshape(-1)
         low, high = float(y.min()), float(y.max())
         if np.all(position[i] == k - 1):
-            value = low - guard_margin
+            value = low - guard_margin if guard_margin > 0 else float(np.nextafter(low, -np.inf))
         elif np.all(position[i] == 0):
-            value = high + guard_margin
+            value = high + guard_margin if guard_margin > 0 else float(np.nextafter(high, np.inf))
         else:
             iso = isotonic.IsotonicRegression(increasing=True, out_of_bounds="clip").fit(x, y)
             value = float(np.clip(iso.predict([u])[0], low, high))
@@ -235,7 +274,7 @@ def estimate_intensity(
     anchor_intensities: np.ndarray | torch.Tensor,
     l2: float = 1e-3,
     utility_scale: float = 1.0,
-    guard_margin: float = 0.5,
+    guard_margin: float = 0.0,
 ) -> np.ndarray:
     """Intensity of each response from its windows' rankings (fit, calibration, guards; see the module doc).
 

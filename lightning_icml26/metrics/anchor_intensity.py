@@ -30,7 +30,8 @@ class AnchorPLIntensity(PlottableMetric):
         k: items per window, the response plus ``k - 1`` anchors (paper: 6), ``>= 2``.
         l2: ridge of the fit (paper: ``1e-3``).
         utility_scale: anchor utilities are ``utility_scale * I_a`` (paper: 1).
-        guard_margin: offset below (above) the anchors of a response that lost (won) every window.
+        guard_margin: offset below (above) the anchors of a response that lost (won) every window; 0 (default,
+            the authors' released behaviour) places it at the next float beyond the anchors.
         **kwargs: forwarded to :class:`torchmetrics.Metric`.
 
     ``compute()`` returns ``[R]`` intensities, ``nan`` for a response with no window; a response with only some
@@ -58,7 +59,7 @@ class AnchorPLIntensity(PlottableMetric):
         k: int = 6,
         l2: float = 1e-3,
         utility_scale: float = 1.0,
-        guard_margin: float = 0.5,
+        guard_margin: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

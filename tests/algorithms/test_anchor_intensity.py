@@ -12,6 +12,8 @@ from lightning_icml26.algorithms.anchor_intensity import (
     borda_interpolation,
     calibrate_intensity,
     estimate_intensity,
+    pl_log_likelihood,
+    pl_response_score,
     sample_anchors,
     solve_response_utility,
 )
@@ -131,3 +133,47 @@ def test_bad_inputs():
         sample_anchors(np.zeros(4), 3, "quantile")
     with pytest.raises(ValueError, match="pool must lie"):
         sample_anchors(np.array([0.0, 11.0, 3.0]), 3)
+
+
+def test_default_guards_place_just_beyond_the_window_range():
+    """Default guards (the authors' released evaluator): strictly below the min / above the max, by one float."""
+    rng = np.random.default_rng(5)
+    intensities = np.sort(rng.uniform(-9, 9, size=(3, 2, 5)), axis=-1)
+    rankings = np.stack([np.stack([rng.permutation(6) for _ in range(2)]) for _ in range(3)])
+    rankings[1] = [[1, 2, 3, 4, 5, 0]] * 2  # lost every window
+    rankings[2] = [[0, 5, 4, 3, 2, 1]] * 2  # won every window
+    out = estimate_intensity(rankings, intensities)
+    low, high = intensities[1].min(), intensities[2].max()
+    assert out[1] < low
+    assert out[1] == np.nextafter(low, -np.inf)
+    assert out[2] > high
+    assert out[2] == np.nextafter(high, np.inf)
+    # the mixed response: the bisection root, clamped to its windows' anchor range (utility = intensity)
+    root = solve_response_utility(rankings[0], intensities[0])
+    assert out[0] == pytest.approx(np.clip(root, intensities[0].min(), intensities[0].max()), abs=1e-9)
+    # at the edge of the scale the guard is clipped to [-10, 10]
+    edge = np.full((1, 1, 5), 10.0)
+    assert estimate_intensity(np.array([[[0, 1, 2, 3, 4, 5]]]), edge).tolist() == [10.0]
+    with pytest.raises(ValueError, match="guard_margin"):
+        estimate_intensity(rankings, intensities, guard_margin=-0.1)
+
+
+def test_pl_log_likelihood_equals_the_product_of_stage_probabilities():
+    rng = np.random.default_rng(11)
+    rankings = np.stack([np.stack([rng.permutation(5) for _ in range(3)]) for _ in range(2)])
+    anchors = rng.uniform(-3, 3, size=(2, 3, 4))
+    for u in (-2.5, 0.0, 1.7):
+        got = pl_log_likelihood(np.full(2, u), rankings, anchors, l2=1e-3)
+        for r in range(2):
+            ref = -0.5e-3 * u * u
+            for w in range(3):
+                util = [u, *anchors[r, w]]
+                remaining = list(rankings[r, w])
+                for item in rankings[r, w]:
+                    ref += np.log(np.exp(util[item]) / sum(np.exp(util[i]) for i in remaining))
+                    remaining.remove(item)
+            assert got[r] == pytest.approx(ref, abs=1e-10)
+        step = 1e-6  # its derivative is the score the bisection solves
+        up, down = pl_log_likelihood(u + step, rankings, anchors), pl_log_likelihood(u - step, rankings, anchors)
+        fd = (up - down) / (2 * step)
+        np.testing.assert_allclose(fd, pl_response_score(u, rankings, anchors), atol=1e-6)

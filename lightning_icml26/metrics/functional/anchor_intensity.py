@@ -79,7 +79,7 @@ def anchor_pl_intensity(
     num_windows: int,
     l2: float = 1e-3,
     utility_scale: float = 1.0,
-    guard_margin: float = 0.5,
+    guard_margin: float = 0.0,
 ) -> Tensor:
     """Intensity of every response from ranked windows (same arguments and order as ``AnchorPLIntensity``).
 
@@ -92,7 +92,7 @@ def anchor_pl_intensity(
         num_windows: windows per response ``m``.
         l2: ridge of the Plackett-Luce fit (paper: ``1e-3``).
         utility_scale: anchor utilities are ``utility_scale * I_a``.
-        guard_margin: offset of the all-lost / all-won guards.
+        guard_margin: offset of the all-lost / all-won guards (0: the next float beyond the anchors).
 
     Returns:
         ``[R]`` float32 intensities (``nan`` for a response without windows).
