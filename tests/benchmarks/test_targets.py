@@ -71,16 +71,30 @@ def test_rewa_targets_same_key_at_both_sizes():
 def test_loes_and_r4_and_arbg_targets():
     loes = _builder("loes_probe")([{"LOES-last": 6.3}, {"LOES-last": 0.3}])
     assert loes["loes_minus_last_min_points"] == {"value": 0.3, "target": ">= 3", "met": False}
-    r4_rows = [
-        {"env": "P", "method": "r4", "kendall_tau": 0.8},
-        {"env": "P", "method": "rbrl", "kendall_tau": 0.7},
-        {"env": "P", "method": "bt_ratings", "kendall_tau": 0.9},  # an ablation: not in the target
-        {"env": "H", "method": "r4", "kendall_tau": 0.6},
-        {"env": "H", "method": "bt_queries", "kendall_tau": 0.66},
+    # R4: per-seed runs -> summarise (means over seeds, paired margins) -> one target per noise level
+    r4_module = importlib.import_module("benchmarks.r4_reward")
+    taus = {  # (budget, noise, method) -> Kendall tau of seeds 0 and 1
+        (25, 0.0, "r4"): (0.8, 0.7), (25, 0.0, "rbrl"): (0.6, 0.6), (25, 0.0, "bt_queries"): (0.7, 0.72),
+        (25, 0.0, "bt_ratings"): (0.95, 0.95),  # an ablation: never in a target
+        (100, 0.1, "r4"): (0.8, 0.8), (100, 0.1, "rbrl"): (0.85, 0.81), (100, 0.1, "bt_queries"): (0.5, 0.5),
+    }  # fmt: skip
+    runs = [
+        {"env": "P", "seed": seed, "budget": b, "noise": n, "method": m, "kendall_tau": tau[seed], "spearman": 0.0}
+        for (b, n, m), tau in taus.items()
+        for seed in (0, 1)
     ]
-    r4 = _builder("r4_reward")(r4_rows)["kendall_tau_margin_min"]
-    assert r4["value"] == pytest.approx(-0.06)
-    assert r4["met"] is False
+    rows = r4_module.summarise(runs)
+    r4 = r4_module.build_targets(rows)
+    assert r4.keys() == {"r4_minus_paper_baselines_tau_min_clean", "r4_minus_paper_baselines_tau_min_noisy"}
+    # clean cell: r4 mean 0.75, rbrl 0.6, bt_queries 0.71 -> min margin 0.04 (bt_ratings ignored)
+    assert r4["r4_minus_paper_baselines_tau_min_clean"]["value"] == pytest.approx(0.04)
+    assert r4["r4_minus_paper_baselines_tau_min_clean"]["met"] is True
+    # noisy cell: r4 0.8, rbrl 0.83 -> -0.03
+    assert r4["r4_minus_paper_baselines_tau_min_noisy"]["value"] == pytest.approx(-0.03)
+    assert r4["r4_minus_paper_baselines_tau_min_noisy"]["met"] is False
+    ablation = next(r for r in rows if r["method"] == "bt_ratings")
+    assert ablation["role"] == "ablation"
+    assert ablation["r4-method tau"] == pytest.approx(-0.2)
     arbg_rows = [
         {"metric": "ess", "ArBG/flow": 1.2},
         {"metric": "ess", "ArBG/flow": 0.5},
