@@ -134,7 +134,7 @@ def summarise(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "spearman": float(rho.mean()),
                 "r4-method tau": float(paired.mean()),
                 "paired sem": float(paired.std(ddof=1) / np.sqrt(len(paired))) if len(paired) > 1 else 0.0,
-                "r4 wins (seeds)": f"{int((paired >= 0).sum())}/{len(paired)}",
+                "r4 wins (seeds)": "—" if method == "r4" else f"{int((paired >= 0).sum())}/{len(paired)}",
                 "role": "paper baseline" if method in PAPER_BASELINES else "ablation" if method in ABLATIONS else "R4",
             })  # fmt: skip
     return rows

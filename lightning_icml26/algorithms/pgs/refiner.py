@@ -17,6 +17,7 @@ Hypothesis finds none.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from lightning_icml26.algorithms.pgs.minimise import min_token_failure, random_failure
@@ -104,7 +105,7 @@ def _positive_int(name: str, value: int, minimum: int = 1) -> None:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
-class _Refiner:
+class _Refiner(ABC):
     """The loop shared by PGS and the baselines: evaluate, stop on success, else feed back and revise."""
 
     def __init__(
@@ -126,8 +127,9 @@ class _Refiner:
     def _evaluate(self, problem: CodeProblem, program: str) -> RunResult:
         return self._public_run(problem, program)
 
+    @abstractmethod
     def _feedback(self, problem: CodeProblem, program: str, run: RunResult) -> tuple[str, CaseResult | None]:
-        raise NotImplementedError
+        """The feedback text for a failing ``run`` of ``program`` and the failing case it is about (if any)."""
 
     def _revise(self, problem: CodeProblem, program: str, feedback: str) -> str:
         return self.generator.refine(problem, program, feedback)
