@@ -10,6 +10,12 @@ from __future__ import annotations
 from lightning_icml26.ops.attention._kernels import apply_rotary
 from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.dense import dense_attention
+from lightning_icml26.ops.attention.hf_fused import (
+    FusedHFAttentionForward,
+    fused_unsupported_reason,
+    install_fused_forward,
+    remove_fused_forward,
+)
 from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
 from lightning_icml26.ops.attention.isa_module import ISAAttention, SDPAAttention
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
@@ -40,13 +46,17 @@ __all__ = [
     "check_heads",
     "ContextParallelAttentionConfig",
     "dense_attention",
+    "FusedHFAttentionForward",
+    "fused_unsupported_reason",
     "get_attention_backend",
     "HF_ATTENTION_NAMES",
     "ISA_ROUTINGS",
+    "install_fused_forward",
     "ISAAttention",
     "isa_attention",
     "LiveBytesTracker",
     "register_hf_attention",
+    "remove_fused_forward",
     "ring_attention",
     "RotaryEmbedding",
     "route_attention",

@@ -11,12 +11,19 @@ state holds a process group and two models can use two groups. No mask function 
 so transformers passes ``attention_mask=None`` and the functions apply the causal mask on global positions
 themselves.
 
+For ``"upipe"``, Llama-style layers (bias-free q/k/v projections, no per-head norm) also get the fused forward of
+:mod:`lightning_icml26.ops.attention.hf_fused`: projection, rotary embedding, all-to-all and attention per stage
+of a few heads, so the full q/k/v never exist. Other layers (Qwen2's biased projections, Qwen3's q/k norms) run
+UPipe on the pre-projected q/k/v through the ``AttentionInterface`` function, with a warning. Routing sets
+``config.use_cache = False``: a KV cache would hold every layer's full keys and values.
+
 transformers is optional (the ``hf`` extra) and imported only when a transformers model is routed.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +31,12 @@ import torch
 from torch import nn
 
 from lightning_icml26._optional import require
+from lightning_icml26.ops.attention.hf_fused import (
+    ROUTING_ATTR,
+    fused_unsupported_reason,
+    install_fused_forward,
+    remove_fused_forward,
+)
 from lightning_icml26.ops.attention.module import UPipeAttention, get_attention_backend
 
 __all__ = [
@@ -44,7 +57,7 @@ HF_ATTENTION_NAMES: dict[str, str] = {
     "ring": "icml26_ring",
     "dense": "icml26_dense",
 }
-_ATTR = "_icml26_context_parallel"
+_ATTR = ROUTING_ATTR
 
 
 @dataclass
@@ -187,8 +200,22 @@ def route_hf_model(
         register_hf_attention()
         hf_model.set_attn_implementation(HF_ATTENTION_NAMES[attention])
         routing = ContextParallelAttentionConfig(attention, cp, layout, stage_heads)
+        config.use_cache = False  # a KV cache would keep every layer's full k/v; training never reads it
+        unfused: set[str] = set()
         for layer in layers:
             setattr(layer, _ATTR, routing)
+            remove_fused_forward(layer)
+            reason = fused_unsupported_reason(layer) if attention == "upipe" else "not upipe"
+            if reason is None:
+                install_fused_forward(layer, int(num_heads), int(num_kv_heads))
+            elif attention == "upipe":
+                unfused.add(f"{type(layer).__name__}: {reason}")
+        if unfused:
+            warnings.warn(
+                f"{type(hf_model).__name__}: UPipe runs on pre-projected q/k/v (the full q/k/v stay alive for"
+                f" backward) instead of the fused operator because {'; '.join(sorted(unfused))}",
+                stacklevel=2,
+            )
         routed += len(layers)
     return routed
 

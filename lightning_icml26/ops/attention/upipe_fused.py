@@ -173,8 +173,8 @@ def upipe_attention(  # noqa: C901
         causal: causal mask over global positions.
         scale: softmax scale; default ``head_dim ** -0.5``.
         layout: sequence sharding layout.
-        rotary: ``(cos, sin)`` for this rank's tokens, ``(seq_local, head_dim)`` or ``(batch, seq_local,
-            head_dim)``, in the Llama ``rotate_half`` convention; ``None`` for no rotary embedding. Not
+        rotary: ``(cos, sin)`` for this rank's tokens, ``(seq_local, head_dim)`` or ``(batch or 1,
+            seq_local, head_dim)``, in the Llama ``rotate_half`` convention; ``None`` for no rotary embedding. Not
             differentiated.
         stage_heads: query heads per stage ``U`` (default: the context-parallel size).
 
@@ -218,10 +218,10 @@ def upipe_attention(  # noqa: C901
         if not isinstance(rotary, tuple | list) or len(rotary) != 2:
             raise TypeError("rotary must be a (cos, sin) pair of tensors or None")
         cos, sin = (t.to(x.dtype) for t in rotary)
-        allowed = {(x.shape[1], head_dim), (x.shape[0], x.shape[1], head_dim)}
+        allowed = {(x.shape[1], head_dim), (x.shape[0], x.shape[1], head_dim), (1, x.shape[1], head_dim)}
         if tuple(cos.shape) not in allowed or cos.shape != sin.shape:
             raise ValueError(
-                f"rotary cos/sin must have shape (seq_local, head_dim) or (batch, seq_local, head_dim) = one of "
+                f"rotary cos/sin must have shape (seq_local, head_dim) or (batch or 1, seq_local, head_dim) = one of "
                 f"{sorted(allowed)}, got {tuple(cos.shape)} and {tuple(sin.shape)}"
             )
         cos, sin = cos.detach(), sin.detach()
