@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from lightning_icml26.ops.attention import LiveBytesTracker, SavedTensorBytes, UPipeAttention
+from lightning_icml26.ops.attention import LiveBytesTracker, SavedTensorBytes, UPipeAttention, upipe_attention
 
 
 def test_live_tracker_counts_allocations_frees_and_views() -> None:
@@ -79,3 +80,30 @@ def test_upipe_saves_less_than_ulysses_single_process() -> None:
     # UPipe: out (1 unit, saved by the op and by o_proj: one storage) + 8 LSE rows of s floats + rotary tables
     assert figures["upipe"] <= unit + 8 * s * 4 + 2 * s * 8 * 4
     assert figures["ulysses"] >= 2 * unit
+
+
+def _backward_excess(dtype: torch.dtype, stage_heads: int) -> tuple[int, int]:
+    """Peak bytes of the fused operator's backward above the gradients it returns, and those gradients' bytes."""
+    gen = torch.Generator().manual_seed(0)
+    b, s, e, h, g, d = 1, 128, 128, 8, 2, 16
+    x = torch.randn(b, s, e, generator=gen).to(dtype).requires_grad_(True)
+    weights = [(torch.randn(n * d, e, generator=gen) / e**0.5).to(dtype).requires_grad_(True) for n in (h, g, g)]
+    out = upipe_attention(x, *weights, num_heads=h, num_kv_heads=g, stage_heads=stage_heads)
+    dout = torch.randn(out.shape, generator=gen).to(dtype)
+    with LiveBytesTracker() as mem:
+        out.backward(dout)
+    grads = sum(t.grad.numel() * t.grad.element_size() for t in (x, *weights))  # type: ignore[union-attr]
+    return mem.peak - grads, s * d * 4  # the second value: one KV head's fp32 (seq, head_dim) accumulator
+
+
+@pytest.mark.parametrize("stage_heads", [1, 2])
+def test_fused_backward_works_in_the_input_dtype(stage_heads: int) -> None:
+    """bf16 backward transients are half of fp32's: only the shared-KV dk/dv sums stay in fp32.
+
+    With an fp32 dx accumulator (and fp32 copies of each stage's gradient and weight rows) the bf16 excess
+    equals the fp32 one; in the input dtype it is half, plus the fp32 dk and dv of one KV group.
+    """
+    excess32, kv_acc = _backward_excess(torch.float32, stage_heads)
+    excess16, _ = _backward_excess(torch.bfloat16, stage_heads)
+    assert excess32 > 0
+    assert excess16 <= excess32 // 2 + 2 * kv_acc

@@ -4,7 +4,9 @@
 Per stage it projects ``U`` query heads (and, once per KV group, their KV heads), applies rotary embedding,
 exchanges them with an all-to-all, attends, and writes the exchanged-back output into a preallocated ``out``. A
 custom autograd function saves only ``x``, the weights, the rotary tables, ``out`` and the per-stage
-log-sum-exp; backward repeats the stage loop. The stage schedule, GQA pairing and the variant on
+log-sum-exp; backward repeats the stage loop. Backward creates its gradient buffers when they are first
+written and keeps them in the input dtype (bf16 inputs give bf16 gradients, each stage's matmul accumulating
+in fp32 internally); only the dk/dv of a KV group that several stages share are summed in fp32. The stage schedule, GQA pairing and the variant on
 pre-projected q/k/v are in :mod:`lightning_icml26.ops.attention.upipe`.
 """
 
@@ -82,19 +84,26 @@ class _UPipeFused(torch.autograd.Function):
         cp, causal, scale, layout, stages, _, head_dim = ctx.meta
         rotary = cos is not None and sin is not None
         dout = dout.contiguous()
-        acc = acc_dtype(x.dtype)
-        dx = torch.zeros(x.shape, dtype=acc, device=x.device)
-        dw_q, dw_k, dw_v = torch.empty_like(w_q), torch.empty_like(w_k), torch.empty_like(w_v)
         x2 = x.reshape(-1, x.shape[-1])
+        # Accumulators are created when first written, in the input dtype: dx and the weight gradients are sums
+        # of per-stage matmuls (each accumulated in fp32 inside the kernel); only a KV group's dk/dv, summed over
+        # the several stages that share it, stay in fp32 (see _accumulate_kv).
+        grads: dict[str, torch.Tensor] = {}
         state: dict[str, Any] = {}
 
-        def grad_proj(d_local: torch.Tensor, w: torch.Tensor, dw: torch.Tensor, heads: torch.Tensor) -> None:
+        def grad_proj(d_local: torch.Tensor, name: str, w: torch.Tensor, heads: torch.Tensor) -> None:
             # d_local: (B, s, n, D) gradient of this stage's projection output
             d2 = d_local.reshape(-1, heads.numel() * head_dim)
             rows = w.view(-1, head_dim, w.shape[-1]).index_select(0, heads).reshape(-1, w.shape[-1])
-            dx.view(-1, dx.shape[-1]).addmm_(d2.to(dx.dtype), rows.to(dx.dtype))  # in place: no transient
+            if "x" in grads:
+                grads["x"].view(-1, x.shape[-1]).addmm_(d2, rows)  # in place: no transient
+            else:
+                grads["x"] = torch.matmul(d2, rows).view(x.shape)
+            del rows
+            if name not in grads:
+                grads[name] = torch.empty_like(w)
             dw_rows = torch.matmul(d2.t(), x2).view(heads.numel(), head_dim, -1)
-            dw.view(-1, head_dim, w.shape[-1]).index_copy_(0, heads, dw_rows)
+            grads[name].view(-1, head_dim, w.shape[-1]).index_copy_(0, heads, dw_rows)
 
         def flush() -> None:
             if "kv_idx" not in state:
@@ -102,11 +111,11 @@ class _UPipeFused(torch.autograd.Function):
             dk_local = _head_to_seq(state.pop("dkh").to(x.dtype), cp, layout)
             if rotary:
                 dk_local = apply_rotary_backward(dk_local, cos, sin)
-            grad_proj(dk_local, w_k, dw_k, state["kv_idx"])
+            grad_proj(dk_local, "k", w_k, state["kv_idx"])
             del dk_local
-            grad_proj(_head_to_seq(state.pop("dvh").to(x.dtype), cp, layout), w_v, dw_v, state["kv_idx"])
+            grad_proj(_head_to_seq(state.pop("dvh").to(x.dtype), cp, layout), "v", w_v, state["kv_idx"])
 
-        for (q_heads, kv_heads), lse in zip(stages, lses, strict=True):
+        for i, ((q_heads, kv_heads), lse) in enumerate(zip(stages, lses, strict=True)):
             if kv_heads is not None:
                 flush()
                 state.clear()
@@ -117,9 +126,8 @@ class _UPipeFused(torch.autograd.Function):
                 state["kh"] = _seq_to_head(k_s, cp, layout)
                 del k_s
                 state["vh"] = _seq_to_head(_project(x, w_v, kv_idx, head_dim), cp, layout)
-                state["dkh"] = torch.zeros(state["kh"].shape, dtype=acc, device=x.device)
-                state["dvh"] = torch.zeros(state["vh"].shape, dtype=acc, device=x.device)
                 state["kv_idx"] = kv_idx
+                state["shared"] = i + 1 < len(stages) and stages[i + 1][1] is None
             q_idx = _idx(q_heads, x.device)
             q_s = _project(x, w_q, q_idx, head_dim)
             if rotary:
@@ -130,18 +138,28 @@ class _UPipeFused(torch.autograd.Function):
             doh = _seq_to_head(dout.index_select(2, q_idx), cp, layout)
             dqh, dkh_s, dvh_s = _attend_backward(doh, qh, state["kh"], state["vh"], oh, lse, causal, scale)
             del qh, oh, doh
-            state["dkh"].add_(dkh_s)
-            state["dvh"].add_(dvh_s)
+            _accumulate_kv(state, "dkh", dkh_s)
+            _accumulate_kv(state, "dvh", dvh_s)
             del dkh_s, dvh_s
             dq_local = _head_to_seq(dqh.contiguous(), cp, layout)
             del dqh
             if rotary:
                 dq_local = apply_rotary_backward(dq_local, cos, sin)
-            grad_proj(dq_local, w_q, dw_q, q_idx)
+            grad_proj(dq_local, "q", w_q, q_idx)
             del dq_local
         flush()
         state.clear()
-        return dx.to(x.dtype), dw_q, dw_k, dw_v, None, None, None
+        return grads["x"], grads["q"], grads["k"], grads["v"], None, None, None
+
+
+def _accumulate_kv(state: dict[str, Any], key: str, grad: torch.Tensor) -> None:
+    """Add one stage's dk (or dv) of the current KV group: fp32 when several stages share the group."""
+    if key in state:
+        state[key].add_(grad)
+    elif state["shared"]:
+        state[key] = grad.to(acc_dtype(grad.dtype))  # no copy for fp32 / fp64 inputs
+    else:
+        state[key] = grad
 
 
 # The branches are argument checks (shapes, GQA grouping, layout, rotary tables) before one stage loop.
