@@ -1,10 +1,11 @@
 """Attention kernels returning the log-sum-exp, their backward, rotary embedding and argument checks.
 
-On CPU the forward and backward are PyTorch's fused flash-attention kernels for CPU
-(``aten._scaled_dot_product_flash_attention_for_cpu`` and its backward), which never materialise the
-``S x S`` score matrix, support GQA natively and return the row log-sum-exp. Elsewhere (or for dtypes they
-refuse) a pure-torch reference with the same maths is used; it materialises the scores, so it is meant for
-correctness, not for long sequences.
+:func:`select_kernel` picks the kernel by device and dtype, in one place. On CPU the forward and backward are
+PyTorch's fused flash-attention kernels for CPU (``aten._scaled_dot_product_flash_attention_for_cpu`` and its
+backward), which support GQA natively. On CUDA they are SDPA's flash kernel (fp16/bf16) or its memory-efficient
+kernel (fp32, or head sizes flash refuses), with KV heads expanded per call for GQA. All of them return the row
+log-sum-exp, take a given output and log-sum-exp in backward, and never materialise the ``S x S`` scores. Other
+devices and dtypes raise an error.
 """
 
 from __future__ import annotations
@@ -24,54 +25,122 @@ def acc_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def _math_forward(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    rep = q.shape[1] // k.shape[1]
-    acc = acc_dtype(q.dtype)
-    kk, vv = k.repeat_interleave(rep, dim=1).to(acc), v.repeat_interleave(rep, dim=1).to(acc)
-    scores = torch.matmul(q.to(acc), kk.transpose(-1, -2)) * scale
-    if causal:
-        mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()
-        scores = scores.masked_fill(~mask, float("-inf"))
-    lse = torch.logsumexp(scores, dim=-1)
-    out = torch.matmul(torch.exp(scores - lse.unsqueeze(-1)), vv)
-    return out.to(q.dtype), lse
+_CPU_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+_CUDA_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+KERNELS: tuple[str, ...] = ("cpu_flash", "cuda_flash", "cuda_efficient")
 
 
-def _math_backward(
-    dout: torch.Tensor,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    out: torch.Tensor,
-    lse: torch.Tensor,
-    causal: bool,
-    scale: float,
+def select_kernel(device: torch.device | str, dtype: torch.dtype, head_dim: int) -> str:
+    """The attention kernel for a device, dtype and head size: the one place where kernels are chosen.
+
+    * CPU (fp64, fp32, bf16, fp16): PyTorch's fused CPU flash attention (``"cpu_flash"``). ``meta`` tensors
+      take the same kernel (its shape functions), so memory can be accounted at full size without computing.
+    * CUDA, fp16/bf16 with ``head_dim`` a multiple of 8 up to 256: SDPA's flash kernel (``"cuda_flash"``).
+    * CUDA otherwise (fp32, or other head sizes): SDPA's memory-efficient kernel (``"cuda_efficient"``).
+
+    None of them materialises the ``S x S`` scores. ``flex_attention`` is not used: its backward cannot take
+    a given output and log-sum-exp (ring attention's blockwise backward needs that), and outside
+    ``torch.compile`` it builds the full score matrix.
+
+    Raises:
+        ValueError: for a device other than CPU, CUDA or meta.
+        TypeError: for a dtype the device's kernels do not support.
+
+    Example:
+        >>> select_kernel("cpu", torch.float32, 64)
+        'cpu_flash'
+        >>> select_kernel("cuda", torch.bfloat16, 128)
+        'cuda_flash'
+    """
+    kind = torch.device(device).type
+    if kind in ("cpu", "meta"):
+        if dtype not in _CPU_DTYPES:
+            raise TypeError(f"attention on {kind} supports dtypes {_CPU_DTYPES}, got dtype={dtype}")
+        return "cpu_flash"
+    if kind == "cuda":
+        if dtype not in _CUDA_DTYPES:
+            raise TypeError(f"attention on cuda supports dtypes {_CUDA_DTYPES}, got dtype={dtype}")
+        if dtype != torch.float32 and head_dim % 8 == 0 and head_dim <= 256:
+            return "cuda_flash"
+        return "cuda_efficient"
+    raise ValueError(f"attention has no kernel for device={kind!r}; supported devices: 'cpu', 'cuda', 'meta'")
+
+
+def _expand_kv(q: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    rep = q.shape[1] // t.shape[1]
+    return t if rep == 1 else t.repeat_interleave(rep, dim=1)
+
+
+def _fold_kv(grad: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """Sum the gradient of expanded KV heads back onto the ``G`` heads of ``like`` (GQA)."""
+    b, g, s, d = like.shape
+    if grad.shape[1] == g:
+        return grad
+    return grad.view(b, g, grad.shape[1] // g, s, d).sum(2)
+
+
+def _cuda_flash_forward(q: Any, k: Any, v: Any, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    res = torch.ops.aten._scaled_dot_product_flash_attention(
+        q, _expand_kv(q, k), _expand_kv(q, v), 0.0, causal, False, scale=scale
+    )
+    return res[0], res[1]
+
+
+def _cuda_flash_backward(
+    dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    rep = q.shape[1] // k.shape[1]
-    acc = acc_dtype(q.dtype)
-    kk, vv = k.repeat_interleave(rep, dim=1).to(acc), v.repeat_interleave(rep, dim=1).to(acc)
-    scores = torch.matmul(q.to(acc), kk.transpose(-1, -2)) * scale
-    if causal:
-        mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()
-        scores = scores.masked_fill(~mask, float("-inf"))
-    probs = torch.exp(scores - lse.unsqueeze(-1))
-    do = dout.to(acc)
-    dv = torch.matmul(probs.transpose(-1, -2), do)
-    dp = torch.matmul(do, vv.transpose(-1, -2))
-    delta = (do * out.to(acc)).sum(-1, keepdim=True)
-    ds = probs * (dp - delta) * scale
-    dq = torch.matmul(ds, kk)
-    dk = torch.matmul(ds.transpose(-1, -2), q.to(acc))
-    b, g, s, d = k.shape
-    dk = dk.view(b, g, rep, s, d).sum(2)
-    dv = dv.view(b, g, rep, s, d).sum(2)
-    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+    unused = torch.empty(0, dtype=torch.long, device=q.device)  # RNG state: read only with dropout
+    dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+        dout, q, _expand_kv(q, k), _expand_kv(q, v), out, lse, None, None, q.shape[2], k.shape[2], 0.0, causal,
+        unused, unused, scale=scale,
+    )  # fmt: skip
+    return dq, _fold_kv(dk, k), _fold_kv(dv, v)
 
 
-def _use_cpu_flash(q: torch.Tensor) -> bool:
-    return q.device.type == "cpu" and q.dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+def _cuda_efficient_forward(q: Any, k: Any, v: Any, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    res = torch.ops.aten._scaled_dot_product_efficient_attention(
+        q, _expand_kv(q, k), _expand_kv(q, v), None, True, 0.0, causal, scale=scale
+    )
+    return res[0], res[1][..., : q.shape[2]]  # the kernel pads the log-sum-exp to a multiple of 32 rows
+
+
+def _cuda_efficient_backward(
+    dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    rows = -(-q.shape[2] // 32) * 32
+    lse = torch.nn.functional.pad(lse.contiguous(), (0, rows - lse.shape[-1]))
+    unused = torch.empty(0, dtype=torch.long, device=q.device)  # RNG state: read only with dropout
+    dq, dk, dv, _ = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
+        dout, q, _expand_kv(q, k), _expand_kv(q, v), None, out, lse, unused, unused, 0.0,
+        [True, True, True, False], causal, scale=scale,
+    )  # fmt: skip
+    return dq, _fold_kv(dk, k), _fold_kv(dv, v)
+
+
+def _cpu_flash_forward(q: Any, k: Any, v: Any, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, scale=scale)
+    return out, lse
+
+
+def _cpu_flash_backward(
+    dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        dout, q, k, v, out, lse, 0.0, causal, scale=scale
+    )
+    return dq, dk, dv
+
+
+_FORWARD = {
+    "cpu_flash": _cpu_flash_forward,
+    "cuda_flash": _cuda_flash_forward,
+    "cuda_efficient": _cuda_efficient_forward,
+}
+_BACKWARD = {
+    "cpu_flash": _cpu_flash_backward,
+    "cuda_flash": _cuda_flash_backward,
+    "cuda_efficient": _cuda_efficient_backward,
+}
 
 
 def attention_forward(
@@ -79,14 +148,13 @@ def attention_forward(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention on ``(B, H, S, D)`` tensors (GQA: k/v with G heads); returns the output and the log-sum-exp.
 
-    The log-sum-exp is in :func:`acc_dtype` (fp32, or fp64 for fp64 inputs).
+    The kernel is chosen by :func:`select_kernel`. The log-sum-exp is ``(B, H, S)`` in fp32 (fp64 for fp64
+    inputs on CPU).
 
-    ``causal`` masks key ``j > i`` (top-left aligned). Rows with no visible key are not supported.
+    ``causal`` masks key ``j > i`` (top-left aligned; callers pass equal query and key lengths when causal).
+    Rows with no visible key are not supported.
     """
-    if _use_cpu_flash(q):
-        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, scale=scale)
-        return out, lse
-    return _math_forward(q, k, v, causal, scale)
+    return _FORWARD[select_kernel(q.device, q.dtype, q.shape[-1])](q, k, v, causal, scale)
 
 
 def attention_backward(
@@ -104,12 +172,7 @@ def attention_backward(
     Passing the output and log-sum-exp of a larger attention (over more keys) gives this key block's share of
     the gradients, which is what blockwise (ring) backward passes need.
     """
-    if _use_cpu_flash(q):
-        dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
-            dout, q, k, v, out, lse, 0.0, causal, scale=scale
-        )
-        return dq, dk, dv
-    return _math_backward(dout, q, k, v, out, lse, causal, scale)
+    return _BACKWARD[select_kernel(q.device, q.dtype, q.shape[-1])](dout, q, k, v, out, lse, causal, scale)
 
 
 class _LocalAttention(torch.autograd.Function):

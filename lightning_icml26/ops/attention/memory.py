@@ -22,7 +22,9 @@ class LiveBytesTracker(TorchDispatchMode):
     Every storage produced by an operator (and not shared with one of its inputs) is counted once when it
     appears and released when its last reference dies (``weakref.finalize`` on the storage). Storages that
     existed before the mode started are not counted, so ``peak`` is the transient peak above the starting
-    point. Memory that kernels allocate internally and free before returning (workspaces) is invisible, like
+    point. With ``include_meta=True`` tensors on the ``meta`` device count too (their nominal bytes), so a
+    computation run on meta tensors is accounted at full size without computing anything. Memory that kernels
+    allocate internally and free before returning (workspaces) is invisible, like
     in an allocator that ignores scratch space. The autograd engine's backward work on CPU runs through the
     dispatcher and is seen.
 
@@ -36,8 +38,9 @@ class LiveBytesTracker(TorchDispatchMode):
         (2048, 1024)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, include_meta: bool = False) -> None:
         super().__init__()
+        self.include_meta = include_meta
         self.current = 0
         self.peak = 0
         self._live: dict[int, int] = {}
@@ -67,11 +70,20 @@ class LiveBytesTracker(TorchDispatchMode):
             if isinstance(t, torch.Tensor) and t.layout == torch.strided
         }
         for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and t.layout == torch.strided and t.device.type != "meta":
+            if (
+                isinstance(t, torch.Tensor)
+                and t.layout == torch.strided
+                and (self.include_meta or t.device.type != "meta")
+            ):
                 storage = t.untyped_storage()
                 if id(storage) not in inputs:
                     self._track(storage)
         return out
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    """One key per underlying storage (its C++ object), also for meta tensors whose data pointers are all 0."""
+    return int(t.untyped_storage()._cdata)
 
 
 class SavedTensorBytes:
@@ -90,7 +102,7 @@ class SavedTensorBytes:
     """
 
     def __init__(self, exclude: Iterable[torch.Tensor] = ()) -> None:
-        self._exclude = {t.untyped_storage().data_ptr() for t in exclude}
+        self._exclude = {_storage_key(t) for t in exclude}
         self._seen: dict[int, int] = {}
         self._hooks: Any = None
 
@@ -105,10 +117,9 @@ class SavedTensorBytes:
         return len(self._seen)
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        ptr = storage.data_ptr()
-        if ptr not in self._exclude and ptr not in self._seen:
-            self._seen[ptr] = int(storage.nbytes())
+        key = _storage_key(t)
+        if key not in self._exclude and key not in self._seen:
+            self._seen[key] = int(t.untyped_storage().nbytes())
         return t
 
     @staticmethod

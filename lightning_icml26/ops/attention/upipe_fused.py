@@ -1,12 +1,12 @@
 """UPipe's fused operator: projection, rotary embedding, all-to-all and attention per stage of a few heads.
 
-:func:`upipe_attention` takes the layer input and the q/k/v projection weights, so full-head q/k/v never exist.
-Per stage it projects ``U`` query heads (and, once per KV group, their KV heads), applies rotary embedding,
-exchanges them with an all-to-all, attends, and writes the exchanged-back output into a preallocated ``out``. A
-custom autograd function saves only ``x``, the weights, the rotary tables, ``out`` and the per-stage
-log-sum-exp; backward repeats the stage loop. Backward creates its gradient buffers when they are first
-written and keeps them in the input dtype (bf16 inputs give bf16 gradients, each stage's matmul accumulating
-in fp32 internally); only the dk/dv of a KV group that several stages share are summed in fp32. The stage schedule, GQA pairing and the variant on
+:func:`upipe_attention` takes the layer input and the q/k/v projection weights, so full-head q/k/v never exist. Per
+stage it projects ``U`` query heads (and, once per KV group, their KV heads), applies rotary embedding, exchanges
+them with an all-to-all, attends, and writes the exchanged-back output into a preallocated ``out``. A custom
+autograd function saves only ``x``, the weights, the rotary tables, ``out`` and the per-stage log-sum-exp; backward
+repeats the stage loop. Backward creates its gradient buffers when they are first written and keeps them in the
+input dtype (bf16 inputs give bf16 gradients, each stage's matmul accumulating in fp32 internally); only the dk/dv
+of a KV group that several stages share are summed in fp32. The stage schedule, GQA pairing and the variant on
 pre-projected q/k/v are in :mod:`lightning_icml26.ops.attention.upipe`.
 """
 
