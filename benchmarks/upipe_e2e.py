@@ -147,7 +147,7 @@ def _worker(rank: int, world: int, port: int, jobs: list[tuple[str, str]], cfg: 
 def run_e2e(quick: bool = True) -> list[dict[str, Any]]:
     """Measure every (model, method) on 2 spawned gloo ranks; one row per model with UPipe / baseline ratios.
 
-    Callable from ``benchmarks/upipe_memory.py`` to add the end-to-end rows to its table.
+    Run by this script's ``main``; importable to reuse the rows elsewhere.
     """
     cfg = _config(quick)
     jobs = [(m, k) for m in MODELS for k in METHODS]

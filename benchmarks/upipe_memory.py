@@ -1,20 +1,25 @@
-"""UPipe vs Ulysses vs ring attention on 2 gloo ranks: peak memory, saved bytes, longest sequence, throughput.
+"""UPipe vs Ulysses activation memory at a Llama-3-8B layer shape, longest sequence, and CPU throughput.
 
-One Llama-style attention layer (``UPipeAttention``: q/k/v/o projections, RoPE, GQA with H = 32, G = 8) runs
-forward + backward on each rank with each backend, same weights and inputs:
+Memory is accounted at full size on ``meta`` tensors: the real code path (projections, RoPE, all-to-all on a
+``fake`` process group of ``P`` ranks, the attention kernel's shape function, autograd) runs for one rank, and
+``LiveBytesTracker(include_meta=True)`` records every tensor storage it creates, without computing anything. All
+ranks hold the same shapes, so one rank's figure is every rank's. Scopes:
 
-1. ``peak_MiB``: peak live tensor bytes per rank during forward + backward (``LiveBytesTracker``, a
-   ``TorchDispatchMode`` counting storages created in the region: activations, exchange buffers, gradients;
-   the layer input, weights and upstream gradient exist before and are not counted); ``transient_MiB``
-   is that peak minus what is still alive at the end (the input and weight gradients, equal for all methods);
-2. ``saved_MiB``: bytes saved for backward (``saved_tensors_hooks``, distinct storages, input and weights
-   excluded);
-3. ``max_seq``: the longest global sequence whose peak stays under a cap = Ulysses' peak at the base length
-   (doubling then bisection, granularity ``2 * P * 64`` tokens);
-4. ``tokens_per_s``: global tokens per second of forward + backward at the base length (no tracker).
+* ``attn``: the attention operator, projections and RoPE included, ``o_proj`` left out (its output is the
+  ``(batch, seq_local, H * head_dim)`` attention output);
+* ``layer``: one decoder layer (RMSNorm, attention with ``o_proj``, RMSNorm, SwiGLU MLP of width 3.5x hidden);
+* ``model``: four such layers, each under activation checkpointing (``torch.utils.checkpoint``), searched for
+  the longest sequence only.
 
-CPU proxy: gloo on loopback, the CPU flash-attention kernel; GPU throughput is not measured here.
-Run: ``python benchmarks/upipe_memory.py [--quick] [--json PATH]``.
+Figures per method and ``P``: ``fwd_transient`` (forward peak minus the output, the paper's accounting),
+``peak`` (forward + backward peak of the activations, the layer input and its upstream gradient included; the
+weight gradients left out) and ``const`` (weights and their gradients, the same for every method, reported
+apart). ``max_seq`` is the longest global sequence whose ``peak`` stays under Ulysses' peak at the base length
+(``--seq``, default 8 x hidden tokens per rank), found by doubling then bisection to 1 %.
+
+Throughput cannot come from meta tensors: ``tokens_per_s`` is measured on two real gloo ranks on CPU at a
+smaller size (H = 32, G = 8, head_dim 32), forward + backward of the attention with ``o_proj``.
+Run: ``python benchmarks/upipe_memory.py [--quick] [--scope attn|layer|all] [--world 2,4] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -28,101 +33,170 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch import nn
+from torch.testing._internal.distributed.fake_pg import FakeStore
+from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
+from lightning_icml26.distributed import ContextParallelGroup
+from lightning_icml26.ops.attention import LiveBytesTracker, UPipeAttention
 
-METHODS = ("ulysses", "ring", "upipe")
-LAYOUT = {"ulysses": "contiguous", "ring": "headtail", "upipe": "contiguous"}
+METHODS = ("ulysses", "upipe")
 MIB = 2.0**20
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
-def _layer(method: str, cfg: dict[str, Any], cp: Any) -> torch.nn.Module:
-    from lightning_icml26.ops.attention import UPipeAttention
+class _Block(nn.Module):
+    """A Llama decoder layer: pre-norm attention and SwiGLU MLP with residuals."""
 
-    torch.manual_seed(cfg["seed"])
-    return UPipeAttention(cfg["hidden"], cfg["heads"], cfg["kv_heads"], backend=method, cp=cp, layout=LAYOUT[method])
+    def __init__(self, cfg: dict[str, Any], method: str, cp: ContextParallelGroup) -> None:
+        super().__init__()
+        e = cfg["hidden"]
+        inter = int(3.5 * e) // 256 * 256 or 256
+        self.norm1, self.norm2 = nn.RMSNorm(e), nn.RMSNorm(e)
+        self.attn = _attention(cfg, method, cp)
+        self.gate, self.up = nn.Linear(e, inter, bias=False), nn.Linear(e, inter, bias=False)
+        self.down = nn.Linear(inter, e, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x))
+        h = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
 
 
-def _inputs(cfg: dict[str, Any], seq: int, world: int) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(cfg["seed"] + dist.get_rank())
-    x = torch.randn(cfg["batch"], seq // world, cfg["hidden"], generator=gen).requires_grad_()
-    dy = torch.randn(cfg["batch"], seq // world, cfg["hidden"], generator=gen)
-    return x, dy
+class _Checkpointed(nn.Module):
+    def __init__(self, blocks: list[_Block]) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=False)
+        return x
 
 
-def _peak(layer: torch.nn.Module, cfg: dict[str, Any], seq: int, world: int) -> tuple[int, int, int]:
-    from lightning_icml26.ops.attention import LiveBytesTracker, SavedTensorBytes
+def _attention(cfg: dict[str, Any], method: str, cp: ContextParallelGroup) -> UPipeAttention:
+    return UPipeAttention(
+        cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"], backend=method, cp=cp, layout="contiguous"
+    )
 
-    x, dy = _inputs(cfg, seq, world)
-    for p in layer.parameters():
+
+def _build(scope: str, method: str, cfg: dict[str, Any], cp: ContextParallelGroup, device: str = "meta") -> nn.Module:
+    torch.manual_seed(0)
+    with torch.device(device):
+        if scope == "attn":
+            module: nn.Module = _attention(cfg, method, cp)
+            module.o_proj = nn.Identity()  # type: ignore[assignment]
+        elif scope == "layer":
+            module = _Block(cfg, method, cp)
+        else:
+            module = _Checkpointed([_Block(cfg, method, cp) for _ in range(cfg["layers"])])
+    return module.to(DTYPES[cfg["dtype"]])
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def measure(module: nn.Module, cfg: dict[str, Any], seq: int, world: int) -> dict[str, int]:
+    """Bytes of one rank for one forward + backward at global length ``seq`` (on meta tensors nothing is computed).
+
+    The module's device is used: ``meta`` for the benchmark, ``cpu`` to check that both give the same bytes.
+    """
+    dtype = DTYPES[cfg["dtype"]]
+    device = next(module.parameters()).device
+    x = torch.randn(cfg["batch"], seq // world, cfg["hidden"], device=device).to(dtype).requires_grad_()
+    for p in module.parameters():
         p.grad = None
-    with LiveBytesTracker() as mem:
-        with SavedTensorBytes(exclude=[x, *layer.parameters()]) as saved:
-            y = layer(x)
+    with LiveBytesTracker(include_meta=True) as mem:
+        y = module(x)
+        fwd_transient = mem.peak - _nbytes(y)
+        dy = torch.randn_like(y)
         y.backward(dy)
         del y
-        kept = mem.current  # x.grad and the weight gradients: results every method must produce
-    stats = torch.tensor([mem.peak, saved.bytes, mem.peak - kept], dtype=torch.float64)
-    dist.all_reduce(stats, op=dist.ReduceOp.MAX)
-    return int(stats[0]), int(stats[1]), int(stats[2])
+    weight_grads = sum(_nbytes(p.grad) for p in module.parameters() if p.grad is not None)
+    const = sum(2 * _nbytes(p) for p in module.parameters())
+    return {
+        "fwd_transient": fwd_transient,
+        "peak": mem.peak - weight_grads + _nbytes(x),  # x exists before the tracker; dy is created inside it
+        "const": const,
+    }
 
 
-def _longest(layer: torch.nn.Module, cfg: dict[str, Any], cap: int, world: int) -> int:
-    step = 2 * world * 64
-    lo, hi = 0, cfg["seq"]
-    while _peak(layer, cfg, hi, world)[0] <= cap and hi < cfg["max_seq"]:
-        lo, hi = hi, min(2 * hi, cfg["max_seq"])
-    if lo == hi or (hi == cfg["max_seq"] and _peak(layer, cfg, hi, world)[0] <= cap):
-        return hi
-    lo = max(lo, step)
-    while hi - lo > step:
-        mid = (lo + hi) // 2 // step * step
-        if _peak(layer, cfg, mid, world)[0] <= cap:
-            lo = mid
-        else:
-            hi = mid
+def longest(module: nn.Module, cfg: dict[str, Any], cap: int, world: int, base: int) -> int:
+    """The longest global sequence (a multiple of ``8 P``) whose peak is at most ``cap``, to 1 %."""
+    quant = 8 * world
+
+    def fits(seq: int) -> bool:
+        return measure(module, cfg, seq, world)["peak"] <= cap
+
+    lo = base if fits(base) else quant
+    if not fits(lo):
+        return 0
+    hi = 2 * lo
+    while fits(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > max(quant, lo // 100):
+        mid = (lo + hi) // 2 // quant * quant
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
 
 
-def _throughput(layer: torch.nn.Module, cfg: dict[str, Any], world: int) -> float:
-    x, dy = _inputs(cfg, cfg["seq"], world)
-    layer(x).backward(dy)  # warm-up
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(cfg["iters"]):
-        layer(x).backward(dy)
-    elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-    return cfg["seq"] * cfg["batch"] * cfg["iters"] / float(elapsed)
+def _fake_group(world: int) -> ContextParallelGroup:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
+    return ContextParallelGroup(dist.group.WORLD)
 
 
-def _worker(rank: int, world: int, port: int, cfg: dict[str, Any], queue: Any) -> None:
+def memory_figures(cfg: dict[str, Any], scopes: list[str], worlds: list[int]) -> dict[str, Any]:
+    """``{scope: {P: {method: figures}}}`` for the memory scopes."""
+    out: dict[str, Any] = {}
+    for world in worlds:
+        cp = _fake_group(world)
+        base = cfg["seq"] or 8 * cfg["hidden"] * world
+        for scope in scopes:
+            modules = {m: _build(scope, m, cfg, cp) for m in METHODS}
+            rows = {m: measure(modules[m], cfg, base, world) for m in METHODS}
+            if scope in ("attn", "model"):
+                cap = rows["ulysses"]["peak"]
+                for m in METHODS:
+                    rows[m]["max_seq"] = longest(modules[m], cfg, cap, world, base)
+            for m in METHODS:
+                rows[m]["seq"] = base
+            out.setdefault(scope, {})[world] = rows
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return out
+
+
+def _tput_worker(rank: int, world: int, port: int, cfg: dict[str, Any], queue: Any) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        from lightning_icml26.distributed import ContextParallelGroup
-
         cp = ContextParallelGroup(dist.new_group(list(range(world))))
-        layers = {m: _layer(m, cfg, cp) for m in METHODS}
-        rows: dict[str, dict[str, float]] = {}
+        gen = torch.Generator().manual_seed(cfg["seed"] + rank)
+        x = torch.randn(1, cfg["seq"] // world, cfg["hidden"], generator=gen).requires_grad_()
+        dy = torch.randn(1, cfg["seq"] // world, cfg["hidden"], generator=gen)
+        rates = {}
         for m in METHODS:
-            _peak(layers[m], cfg, cfg["seq"], world)  # warm-up: first calls may allocate caches
-            peak, saved, transient = _peak(layers[m], cfg, cfg["seq"], world)
-            rows[m] = {
-                "peak_MiB": peak / MIB,
-                "transient_MiB": transient / MIB,
-                "saved_MiB": saved / MIB,
-                "peak_bytes": peak,
-            }
-        cap = int(rows["ulysses"]["peak_bytes"])
-        for m in METHODS:
-            rows[m]["max_seq"] = _longest(layers[m], cfg, cap, world)
-            rows[m]["tokens_per_s"] = _throughput(layers[m], cfg, world)
+            torch.manual_seed(cfg["seed"])
+            layer = _attention(cfg, m, cp)
+            layer(x).backward(dy)  # warm-up
+            times = []
+            for _ in range(cfg["iters"]):
+                dist.barrier()
+                start = time.perf_counter()
+                layer(x).backward(dy)
+                elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+                dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+                times.append(float(elapsed))
+            rates[m] = [cfg["seq"] / t for t in times]
         if rank == 0:
-            queue.put(("ok", rows))
+            queue.put(("ok", rates))
     except BaseException as err:
         queue.put(("error", repr(err)))
         raise
@@ -130,86 +204,125 @@ def _worker(rank: int, world: int, port: int, cfg: dict[str, Any], queue: Any) -
         dist.destroy_process_group()
 
 
-def run(cfg: dict[str, Any], world: int = 2) -> dict[str, dict[str, float]]:
-    """Spawn ``world`` gloo ranks and return per-method figures (max over ranks)."""
+def throughput(cfg: dict[str, Any], world: int = 2) -> dict[str, list[float]]:
+    """Global tokens per second of forward + backward per iteration, per method (real compute, gloo, CPU)."""
     from tests._support.distributed import free_port
 
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     port = free_port()
-    procs = [ctx.Process(target=_worker, args=(r, world, port, cfg, queue)) for r in range(world)]
+    procs = [ctx.Process(target=_tput_worker, args=(r, world, port, cfg, queue)) for r in range(world)]
     for p in procs:
         p.start()
     status, payload = queue.get()
     for p in procs:
         p.join()
     if status != "ok":
-        raise RuntimeError(f"benchmark rank failed: {payload}")
+        raise RuntimeError(f"throughput rank failed: {payload}")
     return payload
 
 
-def build_targets(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """UPipe against Ulysses on one layer: peak memory, longest sequence and throughput ratios."""
-    up, base = rows["upipe"], rows["ulysses"]
-    return {
-        "peak_over_ulysses": target(ratio(up["peak_MiB"], base["peak_MiB"]), "<=", 0.25),
-        "max_seq_over_ulysses": target(ratio(up["max_seq"], base["max_seq"]), ">=", 1.25),
-        "throughput_over_ulysses": target(ratio(up["tokens_per_s"], base["tokens_per_s"]), ">=", 0.9),
-    }
+def _rel(figs: dict[str, Any], scope: str, world: int, key: str) -> float:
+    rows = figs.get(scope, {}).get(world)
+    if rows is None:
+        return float("nan")
+    return ratio(float(rows["upipe"][key]), float(rows["ulysses"][key]))
+
+
+def build_targets(figs: dict[str, Any], rates: dict[str, list[float]] | None) -> dict[str, dict[str, Any]]:
+    """The issue's targets, UPipe / Ulysses, at P = 2 and P = 4 (``nan``, i.e. missed, for what was not run)."""
+    targets: dict[str, dict[str, Any]] = {}
+    for p in (2, 4):
+        targets[f"attn_fwd_transient_P{p}"] = target(_rel(figs, "attn", p, "fwd_transient"), "<=", 0.15)
+        targets[f"attn_peak_P{p}"] = target(_rel(figs, "attn", p, "peak"), "<=", 0.35)
+        targets[f"layer_peak_P{p}"] = target(_rel(figs, "layer", p, "peak"), "<=", 0.6)
+        targets[f"attn_max_seq_P{p}"] = target(_rel(figs, "attn", p, "max_seq"), ">=", 1.8)
+        targets[f"model_ckpt_max_seq_P{p}"] = target(_rel(figs, "model", p, "max_seq"), ">=", 1.25)
+    tput = float("nan")
+    if rates:
+        tput = ratio(sum(rates["upipe"]) / len(rates["upipe"]), sum(rates["ulysses"]) / len(rates["ulysses"]))
+    targets["tokens_per_s_P2"] = target(tput, ">=", 0.9)
+    return targets
+
+
+def _table(figs: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for scope, per_world in figs.items():
+        for world, per_method in per_world.items():
+            base = per_method["ulysses"]
+            for m in METHODS:
+                r = per_method[m]
+                row = {
+                    "scope": scope,
+                    "P": world,
+                    "method": m,
+                    "S_base": r["seq"],
+                    "fwd_transient_MiB": r["fwd_transient"] / MIB,
+                    "fwd_transient/uly": ratio(r["fwd_transient"], base["fwd_transient"]),
+                    "peak_MiB": r["peak"] / MIB,
+                    "peak/uly": ratio(r["peak"], base["peak"]),
+                    "const_MiB": r["const"] / MIB,
+                }
+                if "max_seq" in r:
+                    row["max_seq"] = r["max_seq"]
+                    row["max_seq/uly"] = ratio(r["max_seq"], base["max_seq"])
+                rows.append(row)
+    return rows
 
 
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
-    parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--scope", choices=("attn", "layer", "all"), default="all")
+    parser.add_argument("--world", default="2,4", help="context-parallel sizes, comma-separated")
+    parser.add_argument("--hidden", type=int, default=4096)
+    parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--kv-heads", type=int, default=8)
+    parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--seq", type=int, default=0, help="base global sequence (default 8 x hidden per rank)")
+    parser.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
     args = parser.parse_args()
+    worlds = [int(w) for w in args.world.split(",")]
+    for name, val in (("--hidden", args.hidden), ("--head-dim", args.head_dim), ("--heads", args.heads)):
+        if val < 1:
+            parser.error(f"{name}={val} must be positive")
+    if args.seq and any(args.seq % w for w in worlds):
+        parser.error(f"--seq={args.seq} must be divisible by every --world size {worlds}")
     cfg = {
-        "seed": args.seed,
         "batch": 1,
-        "heads": 32,
-        "kv_heads": 8,
-        "hidden": 256 if args.quick else 512,
-        "seq": 1024 if args.quick else 2048,
-        "max_seq": 4096 if args.quick else 8192,
-        "iters": 2 if args.quick else 3,
+        "hidden": args.hidden,
+        "heads": args.heads,
+        "kv_heads": args.kv_heads,
+        "head_dim": args.head_dim,
+        "seq": args.seq,
+        "dtype": args.dtype,
+        "layers": 4,
     }
-    rows = run(cfg, args.world)
-    base = rows["ulysses"]
-    table = []
-    for m in METHODS:
-        r = rows[m]
-        table.append(
-            {
-                "method": m,
-                "peak_MiB": r["peak_MiB"],
-                "peak/ulysses": ratio(r["peak_MiB"], base["peak_MiB"]),
-                "transient_MiB": r["transient_MiB"],
-                "transient/ulysses": ratio(r["transient_MiB"], base["transient_MiB"]),
-                "saved_MiB": r["saved_MiB"],
-                "saved/ulysses": ratio(r["saved_MiB"], base["saved_MiB"]),
-                "max_seq": r["max_seq"],
-                "max_seq/ulysses": ratio(r["max_seq"], base["max_seq"]),
-                "tokens_per_s": r["tokens_per_s"],
-                "tput/ulysses": ratio(r["tokens_per_s"], base["tokens_per_s"]),
-            }
-        )
-    head_dim = cfg["hidden"] // cfg["heads"]
+    scopes = {"attn": ["attn"], "layer": ["layer", "model"], "all": ["attn", "layer", "model"]}[args.scope]
+    start = time.perf_counter()
+    figs = memory_figures(cfg, scopes, worlds)
+    mem_s = time.perf_counter() - start
+    tcfg = {"seed": args.seed, "hidden": 1024, "heads": 32, "kv_heads": 8, "head_dim": 32}
+    tcfg |= {"seq": 1024 if args.quick else 4096, "iters": 2 if args.quick else 4}
+    rates = throughput(tcfg)
     print(
-        f"UPipe attention layer, {args.world} gloo ranks, H={cfg['heads']}, G={cfg['kv_heads']}, d={head_dim}, "
-        f"base S={cfg['seq']}, cap = Ulysses peak at base S, search up to S={cfg['max_seq']} (CPU proxy)\n"
+        f"UPipe vs Ulysses, H={cfg['heads']}, G={cfg['kv_heads']}, head_dim={cfg['head_dim']}, hidden={cfg['hidden']},"
+        f" {cfg['dtype']}, per-rank bytes on meta tensors ({mem_s:.0f} s)\n"
     )
-    print(markdown_table(table))
-    targets = build_targets(rows)
+    print(markdown_table(_table(figs)))
+    if rates:
+        tput = [{"method": m, "tokens_per_s": sum(r) / len(r), "min": min(r), "max": max(r)} for m, r in rates.items()]
+        print(f"\nThroughput, 2 gloo ranks on CPU, S={tcfg['seq']}, hidden={tcfg['hidden']}, {tcfg['iters']} iters:\n")
+        print(markdown_table(tput))
+    targets = build_targets(figs, rates)
     print_targets(targets)
-    figures: dict[str, Any] = {"config": cfg, "world": args.world, "rows": table, "targets": targets}
-    try:
-        from benchmarks.upipe_e2e import run_e2e
-    except ImportError as err:
-        print(f"\n(end-to-end training step not run: {err})")
-    else:
-        e2e = run_e2e(args.quick)
-        print("\n## End-to-end training step\n")
-        print(markdown_table(e2e))
-        figures["end_to_end"] = e2e
+    json_figs = {str(s): {str(w): r for w, r in pw.items()} for s, pw in figs.items()}
+    figures: dict[str, Any] = {
+        "config": cfg,
+        "worlds": worlds,
+        "memory": json_figs,
+        "throughput": {"config": tcfg, "tokens_per_s": rates},
+        "targets": targets,
+    }
     write_json(args.json, "upipe_memory", figures, args)
 
 

@@ -131,12 +131,18 @@ def test_itc_fairness_complementarity_upipe_targets():
     assert fair["gap_excess_max"]["met"] is False
     comp = _builder("complementarity")([{"worst combiner": 0.01, "worst robust w*": 0.0}])
     assert comp["robust_worst_gain_min"]["met"] is True
-    up = {"peak_MiB": 2.0, "max_seq": 1152, "tokens_per_s": 170.0}
-    uly = {"peak_MiB": 4.0, "max_seq": 1024, "tokens_per_s": 100.0}
-    mem = _builder("upipe_memory")({"upipe": up, "ulysses": uly})
-    assert mem["peak_over_ulysses"] == {"value": 0.5, "target": "<= 0.25", "met": False}
-    assert mem["max_seq_over_ulysses"]["value"] == pytest.approx(1.125)
-    assert mem["throughput_over_ulysses"]["met"] is True
+    up = {"fwd_transient": 1, "peak": 2, "max_seq": 1152}
+    uly = {"fwd_transient": 10, "peak": 4, "max_seq": 1024}
+    figs = {"attn": {2: {"upipe": up, "ulysses": uly}}, "model": {4: {"upipe": up, "ulysses": uly}}}
+    mem = _builder("upipe_memory")(figs, {"upipe": [90.0, 100.0], "ulysses": [100.0, 100.0]})
+    assert mem["attn_fwd_transient_P2"] == {"value": 0.1, "target": "<= 0.15", "met": True}
+    assert mem["attn_peak_P2"] == {"value": 0.5, "target": "<= 0.35", "met": False}
+    assert mem["attn_max_seq_P2"]["value"] == pytest.approx(1.125)
+    assert mem["model_ckpt_max_seq_P4"]["met"] is False  # 1.125 < 1.25
+    assert mem["tokens_per_s_P2"] == {"value": 0.95, "target": ">= 0.9", "met": True}
+    assert math.isnan(mem["layer_peak_P2"]["value"])  # scope not run: unmeasured, missed
+    assert mem["attn_peak_P4"]["met"] is False
+    assert set(_builder("upipe_memory")({}, None)) == set(mem)  # the same keys whatever was run
     e2e = _builder("upipe_e2e")([{"mem_upipe/ulysses": 0.8}, {"mem_upipe/ulysses": 0.95}])
     assert e2e["peak_over_ulysses_max"] == {"value": 0.95, "target": "<= 1", "met": True}
 
