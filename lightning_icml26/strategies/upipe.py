@@ -14,15 +14,14 @@
 * the loss returned by ``training_step`` (a mean over this rank's scored tokens) is re-weighted by its
   token count so that the gradient is that of the mean over all scored tokens of the global batch, and the
   gradients are averaged over the whole mesh before the optimizer step (and before gradient clipping);
-* checkpoints hold the full (replicated) weights and optimizer state, written once by global rank zero.
+* with ``shard_parameters=True`` the parameters are sharded with FSDP2 ``fully_shard`` on the
+  ``"data_parallel"`` axis (one unit per transformer block, :mod:`lightning_icml26.strategies._fsdp`);
+  gradients are reduce-scattered over that axis by FSDP and averaged over the context-parallel ranks;
+* checkpoints hold the full weights and optimizer state (gathered from the shards when sharded), written
+  once by global rank zero.
 
-Deviations from the paper's reference design (docs/upipe.md), on purpose:
-
-* the reference ``ContextParallelStrategy`` design keeps ModelParallel's FSDP2 / DTensor path; here parameters are
-  replicated (data-parallel style) and gradients are reduced with one flat all-reduce, because the
-  attention layers own no sharded weights and this works unchanged on gloo/CPU. Lightning's
-  ``configure_model`` hook is still called and sees ``self.device_mesh``, but it is not required;
-* no tensor-parallel axis.
+Deviations from the paper's reference design (docs/upipe.md): parameters are replicated by default (one
+flat all-reduce of the gradients over the mesh); no tensor-parallel axis.
 """
 
 from __future__ import annotations
@@ -35,8 +34,7 @@ import torch
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.utilities.init import _materialize_distributed_module
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
-from lightning.fabric.utilities.types import _PATH
-from lightning.pytorch.strategies import ModelParallelStrategy, Strategy, StrategyRegistry
+from lightning.pytorch.strategies import ModelParallelStrategy, StrategyRegistry
 from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
@@ -52,6 +50,7 @@ from lightning_icml26.distributed import (
     token_share_scale,
 )
 from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES, route_attention
+from lightning_icml26.strategies._fsdp import FullStateCheckpoints, average_over_context, shard_data_parallel
 
 if TYPE_CHECKING:
     import lightning.pytorch as pl
@@ -61,7 +60,7 @@ _DEFAULT_LAYOUT = {"upipe": "contiguous", "ulysses": "contiguous", "ring": "head
 _START_METHODS = ("popen", "spawn", "fork", "forkserver")
 
 
-class UPipeStrategy(ModelParallelStrategy):
+class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
     """Data x context parallel training with UPipe (or Ulysses / ring) attention in any Lightning ``Trainer``.
 
     .. warning:: Experimental. Batches must hold sequence tensors of a length divisible by the
@@ -91,6 +90,8 @@ class UPipeStrategy(ModelParallelStrategy):
             (re-run the script, Lightning's default) or ``"spawn"`` / ``"fork"`` / ``"forkserver"``.
         process_group_backend: ``"gloo"`` (CPU) or ``"nccl"`` (CUDA); ``None``: chosen from the device.
         timeout: process-group timeout: a rank left alone in a collective fails after it.
+        shard_parameters: shard parameters, gradients and optimizer state over the data-parallel ranks with
+            FSDP2 (``False``: replicate them).
 
     Raises:
         ValueError: for an argument out of range (named in the message); at ``Trainer`` construction for a
@@ -122,6 +123,7 @@ class UPipeStrategy(ModelParallelStrategy):
         start_method: str = "popen",
         process_group_backend: str | None = None,
         timeout: timedelta | None = default_pg_timeout,
+        shard_parameters: bool = False,
     ) -> None:
         super().__init__(
             data_parallel_size=1,
@@ -153,6 +155,9 @@ class UPipeStrategy(ModelParallelStrategy):
             raise ValueError(f"start_method={start_method!r} is not supported; choose one of {_START_METHODS}")
         if process_group_backend not in (None, "gloo", "nccl"):
             raise ValueError(f"process_group_backend must be None, 'gloo' or 'nccl', got {process_group_backend!r}")
+        if not isinstance(shard_parameters, bool):
+            raise ValueError(f"shard_parameters must be True or False, got {shard_parameters!r}")
+        self.shard_parameters = shard_parameters
         self._cp_size_arg = context_parallel_size
         self._dp_size_arg = data_parallel_size
         self.attention = attention
@@ -269,6 +274,9 @@ class UPipeStrategy(ModelParallelStrategy):
         self.model_to_device()
         self._broadcast_module_state(self.model)
         self.barrier()
+        if self.shard_parameters:
+            assert self._device_mesh is not None
+            shard_data_parallel(self.model, self._device_mesh["data_parallel"])
         if trainer.state.fn == TrainerFn.FITTING:
             self.setup_optimizers(trainer)
         self.setup_precision_plugin()
@@ -280,8 +288,15 @@ class UPipeStrategy(ModelParallelStrategy):
         broadcast_tensors([*module.parameters(), *module.buffers()], src=0)
 
     def reduce_gradients(self) -> None:
-        """Average the gradients over the whole data x context mesh (one all-reduce per dtype)."""
+        """Average the gradients over the whole data x context mesh (one all-reduce per dtype).
+
+        Sharded parameters: FSDP has averaged them over the data-parallel axis; they are averaged over the
+        context-parallel ranks here.
+        """
         assert self.model is not None
+        if self.shard_parameters:
+            average_over_context(self.model, self._cp_group, self._cp_size)
+            return
         all_reduce_mean([p.grad for p in self.model.parameters() if p.grad is not None])
 
     # ------------------------------------------------------------------ data and loss
@@ -347,30 +362,6 @@ class UPipeStrategy(ModelParallelStrategy):
     @override
     def lightning_restore_optimizer(self) -> bool:
         return True
-
-    @override
-    def lightning_module_state_dict(self) -> dict[str, Any]:
-        return Strategy.lightning_module_state_dict(self)
-
-    @override
-    def load_model_state_dict(self, checkpoint: Mapping[str, Any], strict: bool = True) -> None:
-        Strategy.load_model_state_dict(self, checkpoint, strict=strict)
-
-    @override
-    def optimizer_state(self, optimizer: Optimizer) -> dict[str, Any]:
-        return Strategy.optimizer_state(self, optimizer)
-
-    @override
-    def load_optimizer_state_dict(self, checkpoint: Mapping[str, Any]) -> None:
-        Strategy.load_optimizer_state_dict(self, checkpoint)
-
-    @override
-    def save_checkpoint(self, checkpoint: dict[str, Any], filepath: _PATH, storage_options: Any | None = None) -> None:
-        Strategy.save_checkpoint(self, checkpoint, filepath, storage_options)
-
-    @override
-    def load_checkpoint(self, checkpoint_path: _PATH, weights_only: bool | None = None) -> dict[str, Any]:
-        return Strategy.load_checkpoint(self, checkpoint_path, weights_only)
 
     @classmethod
     def register_strategies(cls, strategy_registry: Any = None) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 from lightning.pytorch import Callback, Trainer
+from torch.distributed.tensor import DTensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from lightning_icml26.data.text import StdlibTextDataModule
@@ -130,8 +131,19 @@ def fit(
     trainer.fit(module, datamodule=datamodule(seq_len, mask_prefix), ckpt_path=ckpt_in)
     if ckpt_out is not None:
         trainer.save_checkpoint(ckpt_out)
-    state = {k: v.detach().clone() for k, v in module.net.state_dict().items()}
-    return {"losses": recorder.losses, "state": state, "cp_size": trainer.strategy.context_parallel_size}
+    state = {k: _full(v).detach().clone() for k, v in module.net.state_dict().items()}
+    sharded = any(isinstance(p, DTensor) for p in module.net.parameters())
+    return {
+        "losses": recorder.losses,
+        "state": state,
+        "cp_size": trainer.strategy.context_parallel_size,
+        "sharded": sharded,
+    }
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    """The whole tensor of a (possibly FSDP-sharded) parameter."""
+    return t.full_tensor() if isinstance(t, DTensor) else t
 
 
 def equivalence_worker(rank: int, world_size: int, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -139,6 +151,7 @@ def equivalence_worker(rank: int, world_size: int, runs: list[dict[str, Any]]) -
     torch.use_deterministic_algorithms(False)
     results = []
     for run in runs:
+        run = {k: v for k, v in run.items() if k != "tag"}  # "tag" only names a run for the test
         try:
             results.append(fit(world_size=world_size, **run))
         except ValueError as error:  # configurations that cannot work must fail at setup, on every rank

@@ -34,6 +34,17 @@ def _runs(ckpt_dir: str) -> list[dict[str, Any]]:
     runs += [{"kind": "tiny", "attention": "upipe", "steps": STEPS, "mask_prefix": 12}]
     # data parallel axis: 2 replicas x context 1 (each rank its own samples, full sequences)
     runs += [{"kind": "tiny", "attention": "upipe", "steps": STEPS, "context_parallel_size": 1}]
+    # the same with FSDP2 sharding of the parameters over the 2 data-parallel ranks, and 1 x 2 sharded
+    sharded = {"kind": "tiny", "attention": "upipe", "steps": STEPS, "shard_parameters": True}
+    runs += [{**sharded, "context_parallel_size": 1}, {**sharded, "context_parallel_size": 2}]
+    # sharded stop-and-resume (full-state checkpoint, AdamW state gathered from the shards)
+    resume = {"kind": "tiny", "attention": "upipe", "steps": -1, "opt": "adamw", "context_parallel_size": 1}
+    resume["shard_parameters"] = True
+    runs += [
+        {**resume, "epochs": 2, "tag": "fsdp_full"},
+        {**resume, "epochs": 1, "ckpt_out": f"{ckpt_dir}/fsdp.ckpt", "tag": "fsdp_first"},
+        {**resume, "epochs": 2, "ckpt_in": f"{ckpt_dir}/fsdp.ckpt", "tag": "fsdp_resumed"},
+    ]
     runs += [
         # stop-and-resume with AdamW (optimizer state must come back): 2 epochs of 2 steps vs 1 + 1
         {"kind": "tiny", "attention": "upipe", "steps": -1, "epochs": 2, "opt": "adamw"},
@@ -135,9 +146,37 @@ def test_data_parallel_axis_matches_the_global_batch(cp_runs: Any, references: A
 
 @pytest.mark.distributed
 @pytest.mark.slow
+def test_fsdp2_sharded_data_parallel_matches_the_global_batch(cp_runs: Any, references: Any) -> None:
+    runs, results = cp_runs
+    for cp, ref in ((1, references["dp2"]), (2, references["tiny"])):
+        index = next(
+            i for i, r in enumerate(runs) if r.get("shard_parameters") and r.get("context_parallel_size") == cp
+        )
+        assert results[0][index]["cp_size"] == cp
+        assert results[0][index]["sharded"]
+        _assert_matches(results, index, ref)
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_fsdp2_resume_gives_the_same_losses(cp_runs: Any) -> None:
+    runs, results = cp_runs
+    full, first, resumed = (
+        next(i for i, r in enumerate(runs) if r.get("tag") == f"fsdp_{t}") for t in ("full", "first", "resumed")
+    )
+    uninterrupted = _global_losses(results, full)
+    assert len(uninterrupted) == 4
+    assert _global_losses(results, first) == pytest.approx(uninterrupted[:2], abs=1e-6)
+    assert _global_losses(results, resumed) == pytest.approx(uninterrupted[2:], abs=1e-6)
+    for name, value in results[0][full]["state"].items():
+        torch.testing.assert_close(results[0][resumed]["state"][name], value, atol=1e-6, rtol=0)
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
 def test_resume_gives_the_same_losses(cp_runs: Any) -> None:
     runs, results = cp_runs
-    full, first, resumed = (i for i, r in enumerate(runs) if r.get("opt") == "adamw")
+    full, first, resumed = (i for i, r in enumerate(runs) if r.get("opt") == "adamw" and "tag" not in r)
     uninterrupted = _global_losses(results, full)
     assert len(uninterrupted) == 4
     assert _global_losses(results, first) == pytest.approx(uninterrupted[:2], abs=1e-6)
@@ -204,6 +243,7 @@ def test_mesh_sizes() -> None:
         ({"layout": "zigzag"}, "layout='zigzag'"),
         ({"shard_keys": ("input_ids", "attention_mask")}, "attention_mask"),
         ({"start_method": "thread"}, "start_method='thread'"),
+        ({"shard_parameters": "yes"}, "shard_parameters must be True or False, got 'yes'"),
     ],
 )
 def test_bad_arguments(kwargs: dict[str, Any], message: str) -> None:
