@@ -13,6 +13,8 @@ from lightning_icml26.ops.assignment import (
     solve_assignment,
 )
 from lightning_icml26.ops.attention import (
+    ARMAttention,
+    ARMCache,
     UPipeAttention,
     check_heads,
     dense_attention,
@@ -47,6 +49,8 @@ from lightning_icml26.ops.spectrum_match import (
 )
 
 __all__ = [
+    "ARMAttention",
+    "ARMCache",
     "anchor_info_nce",
     "HierarchicalAlignLoss",
     "HierarchicalContrastiveLoss",

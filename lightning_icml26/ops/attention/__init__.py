@@ -8,6 +8,7 @@ Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have
 from __future__ import annotations
 
 from lightning_icml26.ops.attention._kernels import apply_rotary
+from lightning_icml26.ops.attention.arm import ARM_READ_POLICIES, ARM_WRITE_MODES, ARMAttention, ARMCache
 from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.dense import dense_attention
 from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
@@ -35,6 +36,10 @@ from lightning_icml26.ops.attention.upipe_fused import upipe_attention
 
 __all__ = [
     "apply_rotary",
+    "ARM_READ_POLICIES",
+    "ARM_WRITE_MODES",
+    "ARMAttention",
+    "ARMCache",
     "ATTENTION_BACKENDS",
     "ATTENTION_CHOICES",
     "check_heads",
