@@ -15,6 +15,8 @@ from lightning_icml26.ops.assignment import (
 from lightning_icml26.ops.attention import (
     ARMAttention,
     ARMCache,
+    EvictionAttention,
+    GatedSlotAttention,
     UPipeAttention,
     check_heads,
     dense_attention,
@@ -51,6 +53,8 @@ from lightning_icml26.ops.spectrum_match import (
 __all__ = [
     "ARMAttention",
     "ARMCache",
+    "EvictionAttention",
+    "GatedSlotAttention",
     "anchor_info_nce",
     "HierarchicalAlignLoss",
     "HierarchicalContrastiveLoss",

@@ -11,8 +11,10 @@ from lightning_icml26.ops.attention._kernels import apply_rotary
 from lightning_icml26.ops.attention.arm import ARM_READ_POLICIES, ARM_WRITE_MODES, ARMAttention, ARMCache
 from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.dense import dense_attention
+from lightning_icml26.ops.attention.gsa import GatedSlotAttention, GSACache
 from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
 from lightning_icml26.ops.attention.isa_module import ISAAttention, SDPAAttention
+from lightning_icml26.ops.attention.kv_eviction import EVICTION_KINDS, EvictionAttention, KVCache
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.module import (
     ATTENTION_BACKENDS,
@@ -45,6 +47,11 @@ __all__ = [
     "check_heads",
     "ContextParallelAttentionConfig",
     "dense_attention",
+    "EVICTION_KINDS",
+    "EvictionAttention",
+    "GatedSlotAttention",
+    "GSACache",
+    "KVCache",
     "get_attention_backend",
     "HF_ATTENTION_NAMES",
     "ISA_ROUTINGS",
