@@ -193,3 +193,18 @@ def test_bad_runtime_inputs_error() -> None:
     with pytest.raises(TypeError, match="4-d"):
         attn(q[0], k, v)
     assert isinstance(attn.empty_cache(1), ARMCache)
+
+
+def test_generator_noise_is_reproducible_and_straight_through() -> None:
+    logits = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(4, 6, dtype=torch.float64)
+    hard = gumbel_select(logits, 0.5, True, torch.Generator().manual_seed(7))
+    again = gumbel_select(logits, 0.5, True, torch.Generator().manual_seed(7))
+    assert torch.equal(hard, again)
+    assert torch.equal(hard.sum(-1), torch.ones(4, dtype=torch.float64))
+    (grad_hard,) = torch.autograd.grad((hard * weights).sum(), logits)
+    u = torch.rand(4, 6, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    soft = torch.softmax((logits - torch.log(-torch.log(u))) / 0.5, dim=-1)
+    (grad_soft,) = torch.autograd.grad((soft * weights).sum(), logits)
+    torch.testing.assert_close(grad_hard, grad_soft)
+    assert torch.equal(hard.argmax(-1), soft.argmax(-1))

@@ -15,6 +15,7 @@ from lightning_icml26.ops.attention.gsa import GatedSlotAttention, GSACache
 from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
 from lightning_icml26.ops.attention.isa_module import ISAAttention, SDPAAttention
 from lightning_icml26.ops.attention.kv_eviction import EVICTION_KINDS, EvictionAttention, KVCache
+from lightning_icml26.ops.attention.kv_kinds import KV_ATTENTION_KINDS, build_kv_attention
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.module import (
     ATTENTION_BACKENDS,
@@ -47,6 +48,8 @@ __all__ = [
     "check_heads",
     "ContextParallelAttentionConfig",
     "dense_attention",
+    "build_kv_attention",
+    "KV_ATTENTION_KINDS",
     "EVICTION_KINDS",
     "EvictionAttention",
     "GatedSlotAttention",

@@ -98,6 +98,11 @@ class ARMAttention(nn.Module):
         layer_idx: layer id fed to the learned policy.
         policy_hidden: hidden width of the policy MLP.
 
+    Attributes:
+        generator: optional ``torch.Generator`` for the Gumbel noise (``None``: the global RNG).
+        last_aux_loss: read-cost plus load-balancing loss of the last call (add it to the training loss).
+        last_slots_read: mean slots read per query in the last call.
+
     Example:
         >>> attn = ARMAttention(num_heads=2, head_dim=8, num_slots=8, num_clusters=2, window=4).eval()
         >>> q, k, v = torch.randn(3, 1, 10, 2, 8).unbind(0)
@@ -167,6 +172,7 @@ class ARMAttention(nn.Module):
             if read_policy == "learned"
             else None
         )
+        self.generator: torch.Generator | None = None
         self.last_aux_loss: Tensor = torch.zeros(())
         self.last_slots_read: Tensor = torch.zeros(())
 
@@ -188,9 +194,9 @@ class ARMAttention(nn.Module):
 
     def route(self, k: Tensor) -> tuple[Tensor, Tensor]:
         """Slot one-hots ``(B, H, T, M)`` for keys ``(B, H, T, d)``, and the cluster one-hots ``(B, H, T, C)``."""
-        z1 = gumbel_select(torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster), self.tau, self.training)
+        z1 = gumbel_select(torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster), self.tau, self.training, self.generator)
         r2 = torch.einsum("bhtd,hdm->bhtm", k, self.w_slot).unflatten(-1, (self.num_clusters, -1))
-        z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training)
+        z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training, self.generator)
         return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
 
     def _balance_loss(self, k: Tensor, z1: Tensor) -> Tensor:
@@ -230,7 +236,7 @@ class ARMAttention(nn.Module):
         entropy = -(probs * probs.clamp_min(torch.finfo(probs.dtype).tiny).log()).sum(-1, keepdim=True)
         layer = torch.full_like(entropy, float(self.layer_idx))
         logits = self.policy(torch.cat([q, entropy, layer], dim=-1))
-        choice = gumbel_select(logits, self.tau, self.training)
+        choice = gumbel_select(logits, self.tau, self.training, self.generator)
         sizes = torch.tensor(self.budgets, dtype=q.dtype, device=q.device) * per
         out = sum(choice[..., i, None] * attend(rank < b) for i, b in enumerate(self.budgets))
         cost = self.budget_cost * (torch.softmax(logits, dim=-1) * sizes).sum(-1).mean() / self.num_slots

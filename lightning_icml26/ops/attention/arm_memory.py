@@ -13,16 +13,18 @@ from torch import Tensor
 __all__ = ["gumbel_select", "masked_softmax", "rank_desc", "slot_write", "joint_read"]
 
 
-def gumbel_select(logits: Tensor, tau: float, training: bool) -> Tensor:
+def gumbel_select(logits: Tensor, tau: float, training: bool, generator: torch.Generator | None = None) -> Tensor:
     """One-hot choice along the last dim: straight-through Gumbel-Softmax in training, argmax otherwise.
 
     In training the forward value is ``torch.nn.functional.gumbel_softmax(logits, tau, hard=True)`` (a one-hot
-    vector) and the gradient is that of the soft relaxation with the same Gumbel noise.
+    vector) and the gradient is that of the soft relaxation with the same Gumbel noise. With a ``generator``
+    the noise is drawn from it (same maths, reproducible across a checkpoint resume).
 
     Args:
         logits: ``(..., n)`` unnormalised scores.
         tau: Gumbel-Softmax temperature, > 0.
         training: sample with noise (True) or take the argmax (False).
+        generator: optional source of the Gumbel noise.
 
     Returns:
         A one-hot tensor shaped like ``logits``.
@@ -32,8 +34,14 @@ def gumbel_select(logits: Tensor, tau: float, training: bool) -> Tensor:
         >>> z.tolist()
         [[0.0, 1.0, 0.0]]
     """
-    if training:
+    if training and generator is None:
         return F.gumbel_softmax(logits, tau=tau, hard=True, dim=-1)
+    if generator is not None and training:
+        uniform = torch.rand(logits.shape, generator=generator, dtype=logits.dtype, device=generator.device)
+        noise = -torch.log(-torch.log(uniform.clamp_min(torch.finfo(logits.dtype).tiny))).to(logits.device)
+        soft = torch.softmax((logits + noise) / tau, dim=-1)
+        hard = F.one_hot(soft.argmax(-1), logits.shape[-1]).to(logits.dtype)
+        return hard - soft.detach() + soft
     return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
 
 
