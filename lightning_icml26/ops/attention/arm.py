@@ -6,9 +6,11 @@ class docstring. Tensors follow the project's layout ``(batch, seq, heads, head_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lightning_icml26.ops.attention.arm_memory import gumbel_select, joint_read, masked_softmax, rank_desc, slot_write
@@ -78,9 +80,13 @@ class ARMAttention(nn.Module):
         * "Slots read" counts every slot of the chosen clusters (``k_read x M / C``), occupied or not.
         * The optional load-balancing loss is the Switch-Transformer form ``C x sum_c f_c P_c`` on the cluster
           router. No positional encoding is applied here (slots carry no position).
-        * The parallel form scans the memory writes token by token (O(T) small steps, vectorised over batch and
-          heads) and materialises the memory seen by every query, ``O(T M d)`` per head: meant for sequences
-          of a few thousand tokens on a CPU, not for long-context training.
+        * The parallel form scans the writes token by token (O(T) small steps on the routed slot only,
+          vectorised over batch and heads: the gate reads the slot's old key, so the scan is sequential), keeps
+          the value written at each step, and reads through ``(T x T)`` score and weight matrices indexed by each
+          slot's last write, so it costs like dense attention plus the scan. Its straight-through gradient
+          reaches the router through the chosen slot's one-hot entry only (the "leave unchanged" terms of the
+          other slots carry no router gradient there); the decode form's update is the full
+          ``(1 - g z) M + g z x``. Both give identical values.
 
     Args:
         num_heads: heads ``H`` (q, k and v all have ``H`` heads).
@@ -205,23 +211,27 @@ class ARMAttention(nn.Module):
         return self.num_clusters * (frac * mass).sum(-1).mean()
 
     def _read(
-        self, q: Tensor, win_scores: Tensor, win_valid: Tensor, win_v: Tensor, mk: Tensor, mv: Tensor, occ: Tensor
+        self,
+        q: Tensor,
+        win_scores: Tensor,
+        win_valid: Tensor,
+        win_v: Tensor,
+        mem_scores: Tensor,
+        occ: Tensor,
+        read_values: Callable[[Tensor], Tensor],
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Read for queries ``(B, H, T, d)`` against the memory each one sees, ``(B, H, T, M, d)``."""
-        scale, per = self.head_dim**-0.5, self.slots_per_cluster
-        occ_c = occ.unflatten(-1, (self.num_clusters, per))
-        count = occ_c.sum(-1)
-        cent = (mk.unflatten(-2, (self.num_clusters, per)) * occ_c.unsqueeze(-1)).sum(-2)
-        cent = cent / count.clamp_min(1).unsqueeze(-1).to(cent.dtype)
-        cscore = torch.einsum("bhtd,bhtcd->bhtc", q, cent) * scale
+        """Read for queries ``(B, H, T, d)`` given their scaled scores ``(B, H, T, M)`` against the slots they see."""
+        per = self.slots_per_cluster
+        count = occ.unflatten(-1, (self.num_clusters, per)).sum(-1)
+        summed = (mem_scores * occ).unflatten(-1, (self.num_clusters, per)).sum(-1)
+        cscore = summed / count.clamp_min(1).to(summed.dtype)  # q . centroid = mean of q . slot
         has = count > 0
         rank = rank_desc(cscore.masked_fill(~has, float("-inf")))
-        mem_scores = torch.einsum("bhtd,bhtmd->bhtm", q, mk) * scale
         zero = q.new_zeros(())
 
         def attend(chosen: Tensor) -> Tensor:
             valid = occ & chosen.repeat_interleave(per, dim=-1)
-            return joint_read(win_scores, win_valid, win_v, mem_scores, valid, mv)
+            return joint_read(win_scores, win_valid, win_v, mem_scores, valid, read_values)
 
         if self.read_policy == "fixed":
             chosen = rank < self.read_clusters
@@ -246,34 +256,49 @@ class ARMAttention(nn.Module):
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         b, h, n, d = qh.shape
         z, z1 = self.route(kh)
+        slot_of = z.argmax(-1)
+        lag = 0 if self.write_mode == "every_token" else self.window
         mk = kh.new_zeros(b, h, self.num_slots, d)
-        mv, occ = torch.zeros_like(mk), torch.zeros(b, h, self.num_slots, dtype=torch.bool, device=kh.device)
-        snaps: list[tuple[Tensor, Tensor, Tensor]] = []
-        for t in range(n):
-            src = t if self.write_mode == "every_token" else t - self.window
-            if src >= 0:
-                mk, mv, occ = slot_write(
-                    mk, mv, occ, kh[:, :, src], vh[:, :, src], z[:, :, src], self.gate_w, self.gate_b
-                )
-            snaps.append((mk, mv, occ))
-        smk, smv, socc = (torch.stack(s, dim=2) for s in zip(*snaps, strict=True))
-        pos = torch.arange(n, device=qh.device)
-        diff = pos[:, None] - pos[None, :]
+        mv = torch.zeros_like(mk)
+        new_k, new_v = [kh.new_zeros(b, h, d)] * min(lag, n), [kh.new_zeros(b, h, d)] * min(lag, n)
+        for src in range(n - lag):  # the write of step src + lag: only the routed slot changes
+            idx = slot_of[:, :, src, None, None].expand(b, h, 1, d)
+            zc = z[:, :, src].gather(-1, slot_of[:, :, src, None])  # 1 in value, straight-through gradient
+            old_k, old_v = mk.gather(2, idx)[:, :, 0], mv.gather(2, idx)[:, :, 0]
+            feats = torch.cat([kh[:, :, src], old_k, vh[:, :, src]], dim=-1)
+            g = torch.sigmoid(torch.einsum("bhf,hf->bh", feats, self.gate_w) + self.gate_b).unsqueeze(-1) * zc
+            nk, nv = (1 - g) * old_k + g * kh[:, :, src], (1 - g) * old_v + g * vh[:, :, src]
+            mk, mv = mk.scatter(2, idx, nk.unsqueeze(2)), mv.scatter(2, idx, nv.unsqueeze(2))
+            new_k.append(nk)
+            new_v.append(nv)
+        nks, nvs = torch.stack(new_k, dim=2), torch.stack(new_v, dim=2)  # value written at each step
+        steps = torch.arange(n, device=kh.device)
+        written = torch.full_like(slot_of, -1)
+        written[:, :, lag:] = slot_of[:, :, : n - lag]
+        hit = F.one_hot(written.clamp_min(0), self.num_slots).bool() & (written >= 0).unsqueeze(-1)
+        last = torch.where(hit, steps[:, None], -1).cummax(dim=2).values  # step of each slot's last write
+        occ, where = last >= 0, last.clamp_min(0)
+        scale = self.head_dim**-0.5
+        mem_scores = torch.matmul(qh, nks.transpose(-1, -2)).gather(-1, where) * scale
+
+        def read_values(p: Tensor) -> Tensor:
+            weights = torch.zeros(b, h, n, n, dtype=p.dtype, device=p.device).scatter_add(-1, where, p * occ)
+            return torch.matmul(weights, nvs)
+
+        diff = steps[:, None] - steps[None, :]
         win_valid = (diff >= 0) & (diff < self.window)
-        win_scores = torch.matmul(qh, kh.transpose(-1, -2)) * self.head_dim**-0.5
-        out, slots, cost = self._read(qh, win_scores, win_valid, vh, smk, smv, socc)
+        win_scores = torch.matmul(qh, kh.transpose(-1, -2)) * scale
+        out, slots, cost = self._read(qh, win_scores, win_valid, vh, mem_scores, occ, read_values)
         aux = cost + (self.balance_weight * self._balance_loss(kh, z1) if self.balance_weight > 0 else 0.0)
         self.last_aux_loss, self.last_slots_read = aux, slots.detach().mean()
         keep = min(n, self.window)
         win_k, win_v = kh.new_zeros(b, h, self.window, d), kh.new_zeros(b, h, self.window, d)
         win_ok = torch.zeros(b, self.window, dtype=torch.bool, device=kh.device)
         if keep:
-            win_k[:, :, self.window - keep :], win_v[:, :, self.window - keep :] = (
-                kh[:, :, n - keep :],
-                vh[:, :, n - keep :],
-            )
+            win_k[:, :, self.window - keep :] = kh[:, :, n - keep :]
+            win_v[:, :, self.window - keep :] = vh[:, :, n - keep :]
             win_ok[:, self.window - keep :] = True
-        cache = ARMCache(mk, mv, occ, win_k, win_v, win_ok, n, self.signature)
+        cache = ARMCache(mk, mv, occ[:, :, -1], win_k, win_v, win_ok, n, self.signature)
         return out.transpose(1, 2), cache
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
@@ -320,9 +345,17 @@ class ARMAttention(nn.Module):
             win_k = torch.cat([win_k[:, :, 1:], kh], dim=2)
             win_v = torch.cat([win_v[:, :, 1:], vh], dim=2)
             win_ok = torch.cat([win_ok[:, 1:], torch.ones_like(win_ok[:, :1])], dim=1)
-        scores = torch.matmul(qh, win_k.transpose(-1, -2)) * self.head_dim**-0.5
+        scale = self.head_dim**-0.5
+        scores = torch.matmul(qh, win_k.transpose(-1, -2)) * scale
+        mem_scores = torch.einsum("bhtd,bhmd->bhtm", qh, mk) * scale
         out, slots, cost = self._read(
-            qh, scores, win_ok[:, None, None, :], win_v, mk.unsqueeze(2), mv.unsqueeze(2), occ.unsqueeze(2)
+            qh,
+            scores,
+            win_ok[:, None, None, :],
+            win_v,
+            mem_scores,
+            occ.unsqueeze(2),
+            lambda p: torch.einsum("bhtm,bhmd->bhtd", p, mv),
         )
         self.last_aux_loss, self.last_slots_read = cost, slots.detach().mean()
         new = ARMCache(mk, mv, occ, win_k, win_v, win_ok, cache.position + 1, self.signature)

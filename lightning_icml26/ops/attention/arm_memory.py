@@ -6,6 +6,8 @@ wraps them into a module. Every piece is pure torch and runs the same in the par
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -128,7 +130,7 @@ def joint_read(
     win_v: Tensor,
     mem_scores: Tensor,
     mem_valid: Tensor,
-    mem_v: Tensor,
+    read_values: Callable[[Tensor], Tensor],
 ) -> Tensor:
     """One softmax over the window keys and the chosen memory slots, then the weighted values.
 
@@ -138,19 +140,19 @@ def joint_read(
         win_v: ``(B, H, L, d)`` window values.
         mem_scores: ``(B, H, T, M)`` scaled scores over slots.
         mem_valid: ``(B, H, T, M)`` bool, occupied slots of the chosen clusters.
-        mem_v: ``(B, H, T, M, d)`` slot values seen by each query.
+        read_values: maps the slot weights ``(B, H, T, M)`` to the weighted sum of slot values ``(B, H, T, d)``.
 
     Returns:
         ``(B, H, T, d)``; zeros for a query that attends nothing.
 
     Example:
         >>> s, ok = torch.zeros(1, 1, 1, 1), torch.ones(1, 1, 1, 1, dtype=torch.bool)
-        >>> out = joint_read(s, ok, torch.ones(1, 1, 1, 2), s, ok, 3 * torch.ones(1, 1, 1, 1, 2))
+        >>> slots = 3 * torch.ones(1, 1, 1, 1, 2)
+        >>> out = joint_read(s, ok, torch.ones(1, 1, 1, 2), s, ok, lambda p: (p.unsqueeze(-1) * slots).sum(-2))
         >>> out.tolist()
         [[[[2.0, 2.0]]]]
     """
     length = win_scores.shape[-1]
     valid = torch.cat([win_valid.expand_as(win_scores), mem_valid], dim=-1)
     probs = masked_softmax(torch.cat([win_scores, mem_scores], dim=-1), valid)
-    out = torch.matmul(probs[..., :length], win_v)
-    return out + torch.einsum("bhtm,bhtmd->bhtd", probs[..., length:], mem_v)
+    return torch.matmul(probs[..., :length], win_v) + read_values(probs[..., length:])

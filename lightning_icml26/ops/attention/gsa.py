@@ -50,7 +50,7 @@ class GatedSlotAttention(nn.Module):
         (torch.Size([1, 9, 2, 4]), torch.Size([1, 2, 6, 4]))
     """
 
-    def __init__(self, num_heads: int, head_dim: int, num_slots: int, damping: float = 8.0, chunk: int = 64) -> None:
+    def __init__(self, num_heads: int, head_dim: int, num_slots: int, damping: float = 8.0, chunk: int = 16) -> None:
         super().__init__()
         for name, value in (
             ("num_heads", num_heads),
