@@ -261,13 +261,15 @@ class ARMAttention(nn.Module):
         mk = kh.new_zeros(b, h, self.num_slots, d)
         mv = torch.zeros_like(mk)
         new_k, new_v = [kh.new_zeros(b, h, d)] * min(lag, n), [kh.new_zeros(b, h, d)] * min(lag, n)
+        ks, vs = kh.unbind(2), vh.unbind(2)  # unbind, not indexing: one backward op instead of T
+        zcs = z.gather(-1, slot_of.unsqueeze(-1)).unbind(2)  # 1 in value, straight-through gradient
+        idxs = slot_of[..., None, None].expand(b, h, n, 1, d).unbind(2)
         for src in range(n - lag):  # the write of step src + lag: only the routed slot changes
-            idx = slot_of[:, :, src, None, None].expand(b, h, 1, d)
-            zc = z[:, :, src].gather(-1, slot_of[:, :, src, None])  # 1 in value, straight-through gradient
+            idx = idxs[src]
             old_k, old_v = mk.gather(2, idx)[:, :, 0], mv.gather(2, idx)[:, :, 0]
-            feats = torch.cat([kh[:, :, src], old_k, vh[:, :, src]], dim=-1)
-            g = torch.sigmoid(torch.einsum("bhf,hf->bh", feats, self.gate_w) + self.gate_b).unsqueeze(-1) * zc
-            nk, nv = (1 - g) * old_k + g * kh[:, :, src], (1 - g) * old_v + g * vh[:, :, src]
+            feats = torch.cat([ks[src], old_k, vs[src]], dim=-1)
+            g = torch.sigmoid(torch.einsum("bhf,hf->bh", feats, self.gate_w) + self.gate_b).unsqueeze(-1) * zcs[src]
+            nk, nv = (1 - g) * old_k + g * ks[src], (1 - g) * old_v + g * vs[src]
             mk, mv = mk.scatter(2, idx, nk.unsqueeze(2)), mv.scatter(2, idx, nv.unsqueeze(2))
             new_k.append(nk)
             new_v.append(nv)
