@@ -258,26 +258,31 @@ class ARMAttention(nn.Module):
         z, z1 = self.route(kh)
         slot_of = z.argmax(-1)
         lag = 0 if self.write_mode == "every_token" else self.window
-        mk = kh.new_zeros(b, h, self.num_slots, d)
-        mv = torch.zeros_like(mk)
-        new_k, new_v = [kh.new_zeros(b, h, d)] * min(lag, n), [kh.new_zeros(b, h, d)] * min(lag, n)
-        ks, vs = kh.unbind(2), vh.unbind(2)  # unbind, not indexing: one backward op instead of T
+        mem = kh.new_zeros(b, h, self.num_slots, 2 * d)  # keys and values side by side: one gather/scatter
+        kvs = torch.cat([kh, vh], dim=-1).unbind(2)  # unbind, not indexing: one backward op instead of T
         zcs = z.gather(-1, slot_of.unsqueeze(-1)).unbind(2)  # 1 in value, straight-through gradient
-        idxs = slot_of[..., None, None].expand(b, h, n, 1, d).unbind(2)
+        idxs = slot_of[..., None, None].expand(b, h, n, 1, 2 * d).unbind(2)
+        w_new, w_old = self.gate_w[:, :d], self.gate_w[:, d : 2 * d]
+        w_val = self.gate_w[:, 2 * d :]
+        gate_x = (
+            torch.einsum("bhtd,hd->bht", kh, w_new) + torch.einsum("bhtd,hd->bht", vh, w_val) + self.gate_b[:, None]
+        )
+        gate_xs = gate_x.unbind(2)
+        written = [kh.new_zeros(b, h, 2 * d)] * min(lag, n)
         for src in range(n - lag):  # the write of step src + lag: only the routed slot changes
             idx = idxs[src]
-            old_k, old_v = mk.gather(2, idx)[:, :, 0], mv.gather(2, idx)[:, :, 0]
-            feats = torch.cat([ks[src], old_k, vs[src]], dim=-1)
-            g = torch.sigmoid(torch.einsum("bhf,hf->bh", feats, self.gate_w) + self.gate_b).unsqueeze(-1) * zcs[src]
-            nk, nv = (1 - g) * old_k + g * ks[src], (1 - g) * old_v + g * vs[src]
-            mk, mv = mk.scatter(2, idx, nk.unsqueeze(2)), mv.scatter(2, idx, nv.unsqueeze(2))
-            new_k.append(nk)
-            new_v.append(nv)
-        nks, nvs = torch.stack(new_k, dim=2), torch.stack(new_v, dim=2)  # value written at each step
+            old = mem.gather(2, idx)[:, :, 0]
+            g = torch.sigmoid(gate_xs[src] + (old[..., :d] * w_old).sum(-1)).unsqueeze(-1) * zcs[src]
+            new = (1 - g) * old + g * kvs[src]
+            mem = mem.scatter(2, idx, new.unsqueeze(2))
+            written.append(new)
+        mk, mv = mem[..., :d], mem[..., d:]
+        nks, nvs = torch.stack(written, dim=2).split(d, dim=-1)  # value written at each step
         steps = torch.arange(n, device=kh.device)
-        written = torch.full_like(slot_of, -1)
-        written[:, :, lag:] = slot_of[:, :, : n - lag]
-        hit = F.one_hot(written.clamp_min(0), self.num_slots).bool() & (written >= 0).unsqueeze(-1)
+        slot_at = torch.full_like(slot_of, -1)  # slot written at each step (-1: none)
+        if lag < n:
+            slot_at[:, :, lag:] = slot_of[:, :, : n - lag]
+        hit = F.one_hot(slot_at.clamp_min(0), self.num_slots).bool() & (slot_at >= 0).unsqueeze(-1)
         last = torch.where(hit, steps[:, None], -1).cummax(dim=2).values  # step of each slot's last write
         occ, where = last >= 0, last.clamp_min(0)
         scale = self.head_dim**-0.5
