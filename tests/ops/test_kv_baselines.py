@@ -113,6 +113,32 @@ def test_snapkv_decode_holds_the_budget_and_attends_over_the_kept_keys() -> None
                 torch.testing.assert_close(out[b, 0, h], _softmax_read(q[b, t, h], keys, vals))
 
 
+def test_snapkv_decode_drops_the_key_the_observation_window_votes_least_for() -> None:
+    q, k, v = _qkv(16, seed=6)
+    budget, obs, kern = 7, 3, 3
+    attn = EvictionAttention("snapkv", 2, 4, budget=budget, obs_window=obs, kernel=kern)
+    cache = attn.empty_cache(2, dtype=torch.float64)
+    kept = [[list[int]() for _ in range(2)] for _ in range(2)]
+    for t in range(16):
+        _, cache = attn.step(q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], cache)
+        for b in range(2):
+            for h in range(2):
+                kept[b][h].append(t)
+                if len(kept[b][h]) > budget:
+                    keys = torch.stack([k[b, j, h] for j in kept[b][h]])
+                    n = len(kept[b][h])
+                    vote = torch.zeros(n - obs, dtype=torch.float64)
+                    for tq in range(t - obs + 1, t + 1):
+                        seen = [i for i, j in enumerate(kept[b][h]) if j <= tq]
+                        p = torch.softmax(keys[seen] @ q[b, tq, h] / 2.0, dim=0)
+                        for i, pi in zip(seen, p, strict=True):
+                            if i < n - obs:
+                                vote[i] += pi
+                    pooled = [vote[max(0, i - kern // 2) : i + kern // 2 + 1].mean() for i in range(n - obs)]
+                    del kept[b][h][int(torch.stack(pooled).argmin())]
+                assert cache.pos[b, h].tolist() == kept[b][h]
+
+
 def test_gsa_parallel_and_recurrent_forms_match_the_paper_loop() -> None:
     q, k, v = _qkv(11, seed=5)
     gsa = GatedSlotAttention(2, 4, num_slots=3, chunk=4).double()
