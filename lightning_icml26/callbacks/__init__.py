@@ -7,6 +7,7 @@ from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
 from lightning_icml26.callbacks.fed_round import FedRoundCallback
 from lightning_icml26.callbacks.finite_loss import FailOnNonFiniteLoss, NonFiniteLossError
 from lightning_icml26.callbacks.georeg import GeoReg
+from lightning_icml26.callbacks.gumbel_temperature import GumbelTemperatureScheduler
 from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
@@ -25,6 +26,7 @@ from lightning_icml26.callbacks.swap_attention import SwapAttentionForInference
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
+    "GumbelTemperatureScheduler",
     "SwapAttentionForInference",
     "SeenDetectorCallback",
     "PGSValidationCallback",

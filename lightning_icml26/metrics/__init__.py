@@ -27,6 +27,7 @@ from lightning_icml26.metrics.fairness import (
     MulticlassGroupRates,
 )
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
+from lightning_icml26.metrics.kv_budget import KVBudget
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
 from lightning_icml26.metrics.novelty import CoverageEntropy, DistinctN, SeenRate
 from lightning_icml26.metrics.recourse import QueryCount, RecourseCost, RecourseSparsity, RecourseValidity
@@ -34,6 +35,7 @@ from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
+    "KVBudget",
     "AttentionApproxError",
     "CoverageEntropy",
     "DistinctN",

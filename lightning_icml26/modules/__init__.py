@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightning_icml26.metrics.functional import support_f1
+from lightning_icml26.modules.arm import ARMDecoder, DecodeState
 from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
 from lightning_icml26.modules.classifier import ClassifierModule
 from lightning_icml26.modules.complementarity import HumanAICombiner
@@ -22,6 +23,8 @@ from lightning_icml26.modules.sparse_regression import SparseRegressionModule
 from lightning_icml26.modules.valueflow import HashedBagEncoder, HiVESModule, MiniLMEncoder
 
 __all__ = [
+    "ARMDecoder",
+    "DecodeState",
     "SelfPlayModule",
     "HashedBagEncoder",
     "HiVESModule",

@@ -13,6 +13,10 @@ from lightning_icml26.ops.assignment import (
     solve_assignment,
 )
 from lightning_icml26.ops.attention import (
+    ARMAttention,
+    ARMCache,
+    EvictionAttention,
+    GatedSlotAttention,
     UPipeAttention,
     check_heads,
     dense_attention,
@@ -47,6 +51,10 @@ from lightning_icml26.ops.spectrum_match import (
 )
 
 __all__ = [
+    "ARMAttention",
+    "ARMCache",
+    "EvictionAttention",
+    "GatedSlotAttention",
     "anchor_info_nce",
     "HierarchicalAlignLoss",
     "HierarchicalContrastiveLoss",

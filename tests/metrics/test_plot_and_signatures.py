@@ -36,6 +36,7 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "ErrorCorrelation": (lambda: metrics.ErrorCorrelation(), (_PROBS, _PROBS.flip(0), _Y)),
     "RobustPoolingWeight": (lambda: metrics.RobustPoolingWeight((0.1, 0.5)), (_PROBS, _PROBS.flip(0), _Y)),
     "Sparsity": (lambda: metrics.Sparsity(), (torch.tensor([0.0, 1.0, 2.0]),)),
+    "KVBudget": (lambda: metrics.KVBudget(), (torch.tensor([512.0, 512.0]), torch.tensor([4.0, 8.0]))),
     "AnchorPLIntensity": (
         lambda: metrics.AnchorPLIntensity(num_responses=2, num_windows=1, k=3),
         (
@@ -127,6 +128,7 @@ def test_functional_twin_takes_update_arguments_in_order(name: str) -> None:
         "EnergyW2": "energy_w2",
         "RobustPoolingWeight": "robust_pooling",
         "AnchorPLIntensity": "anchor_pl_intensity",
+        "KVBudget": "kv_budget",
     }
     twin_name = renamed.get(name, _snake(name))
     twin = getattr(functional, twin_name, None)

@@ -58,6 +58,7 @@ from lightning_icml26.metrics.functional.irt import (
     prompt_consistency,
     theta_range,
 )
+from lightning_icml26.metrics.functional.kv_budget import kv_budget, kv_cache_bytes
 from lightning_icml26.metrics.functional.matching import collision_rate, stability_violation_rate, stable_regret
 from lightning_icml26.metrics.functional.novelty import coverage_entropy, distinct_n, seen_rate
 from lightning_icml26.metrics.functional.recourse import (
@@ -70,6 +71,8 @@ from lightning_icml26.metrics.functional.sparsity import compression_ratio, sele
 from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
 
 __all__ = [
+    "kv_budget",
+    "kv_cache_bytes",
     "attention_approx_error",
     "coverage_entropy",
     "distinct_n",

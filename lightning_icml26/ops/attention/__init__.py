@@ -8,8 +8,10 @@ Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have
 from __future__ import annotations
 
 from lightning_icml26.ops.attention._kernels import apply_rotary
+from lightning_icml26.ops.attention.arm import ARM_READ_POLICIES, ARM_WRITE_MODES, ARMAttention, ARMCache
 from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.dense import dense_attention
+from lightning_icml26.ops.attention.gsa import GatedSlotAttention, GSACache
 from lightning_icml26.ops.attention.hf_fused import (
     FusedHFAttentionForward,
     fused_unsupported_reason,
@@ -18,6 +20,8 @@ from lightning_icml26.ops.attention.hf_fused import (
 )
 from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
 from lightning_icml26.ops.attention.isa_module import ISAAttention, SDPAAttention
+from lightning_icml26.ops.attention.kv_eviction import EVICTION_KINDS, EvictionAttention, KVCache
+from lightning_icml26.ops.attention.kv_kinds import KV_ATTENTION_KINDS, build_kv_attention
 from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.module import (
     ATTENTION_BACKENDS,
@@ -41,6 +45,10 @@ from lightning_icml26.ops.attention.upipe_fused import upipe_attention
 
 __all__ = [
     "apply_rotary",
+    "ARM_READ_POLICIES",
+    "ARM_WRITE_MODES",
+    "ARMAttention",
+    "ARMCache",
     "ATTENTION_BACKENDS",
     "ATTENTION_CHOICES",
     "check_heads",
@@ -48,6 +56,13 @@ __all__ = [
     "dense_attention",
     "FusedHFAttentionForward",
     "fused_unsupported_reason",
+    "build_kv_attention",
+    "KV_ATTENTION_KINDS",
+    "EVICTION_KINDS",
+    "EvictionAttention",
+    "GatedSlotAttention",
+    "GSACache",
+    "KVCache",
     "get_attention_backend",
     "HF_ATTENTION_NAMES",
     "ISA_ROUTINGS",

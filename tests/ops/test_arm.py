@@ -1,0 +1,210 @@
+"""ARMAttention: Gumbel routing, gated writes, reads against dense references, decode == parallel, errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lightning_icml26.ops.attention.arm import ARMAttention, ARMCache
+from lightning_icml26.ops.attention.arm_memory import gumbel_select, slot_write
+
+
+def _qkv(t: int, h: int = 2, d: int = 4, b: int = 2, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(b, t, h, d, generator=g, dtype=torch.float64) for _ in range(3))
+
+
+def _layer(**kw: object) -> ARMAttention:
+    torch.manual_seed(1)
+    cfg: dict[str, object] = {"num_heads": 2, "head_dim": 4, "num_slots": 8, "num_clusters": 4, "window": 3}
+    cfg.update(kw)
+    attn = ARMAttention(**cfg).double().eval()  # type: ignore[arg-type]
+    with torch.no_grad():
+        attn.gate_w.normal_(0, 0.5)
+        attn.gate_b.normal_(0, 0.5)
+    return attn
+
+
+def test_hard_gumbel_is_one_hot_with_the_soft_relaxations_gradient() -> None:
+    logits = torch.randn(5, 7, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(5, 7, dtype=torch.float64)
+    torch.manual_seed(3)
+    hard = gumbel_select(logits, tau=0.7, training=True)
+    assert torch.equal(hard.sum(-1), torch.ones(5, dtype=torch.float64))
+    assert set(hard.detach().unique().tolist()) == {0.0, 1.0}
+    (grad_hard,) = torch.autograd.grad((hard * weights).sum(), logits)
+    torch.manual_seed(3)  # same Gumbel noise, soft relaxation
+    soft = F.gumbel_softmax(logits, tau=0.7, hard=False)
+    (grad_soft,) = torch.autograd.grad((soft * weights).sum(), logits)
+    assert torch.equal(hard.argmax(-1), soft.argmax(-1))
+    torch.testing.assert_close(grad_hard, grad_soft)
+    assert grad_hard.abs().sum() > 0
+    evald = gumbel_select(logits, tau=0.7, training=False)
+    assert torch.equal(evald.argmax(-1), logits.argmax(-1))
+
+
+def test_gate_zero_keeps_memory_and_gate_one_overwrites_exactly() -> None:
+    g = torch.Generator().manual_seed(0)
+    mk, mv = torch.randn(2, 3, 6, 4, generator=g), torch.randn(2, 3, 6, 4, generator=g)
+    occ = torch.rand(2, 3, 6, generator=g) > 0.5
+    k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 3, 4, generator=g)
+    z = F.one_hot(torch.randint(0, 6, (2, 3), generator=g), 6).float()
+    w = torch.randn(3, 12, generator=g)
+    nk, nv, nocc = slot_write(mk, mv, occ, k, v, z, w, torch.full((3,), float("-inf")))
+    assert torch.equal(nk, mk)
+    assert torch.equal(nv, mv)
+    nk, nv, nocc = slot_write(mk, mv, occ, k, v, z, w, torch.full((3,), float("inf")))
+    hit = z.bool()
+    assert torch.equal(nk[hit], k.reshape(-1, 4))
+    assert torch.equal(nv[hit], v.reshape(-1, 4))
+    assert torch.equal(nk[~hit], mk[~hit])
+    assert torch.equal(nv[~hit], mv[~hit])
+    assert torch.equal(nocc, occ | hit)
+
+
+def test_memory_size_is_constant_as_the_sequence_grows() -> None:
+    attn = _layer()
+    q, k, v = _qkv(40)
+    sizes = {attn.prefill(q[:, :n], k[:, :n], v[:, :n])[1].nbytes() for n in (1, 5, 20, 40)}
+    cache = attn.empty_cache(2, dtype=torch.float64)
+    for t in range(40):
+        _, cache = attn.step(q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], cache)
+        sizes.add(cache.nbytes())
+    assert sizes == {2 * 2 * 2 * (8 + 3) * 4 * 8}  # K and V, batch, heads, (M + W), d, fp64 bytes
+    assert cache.position == 40
+    assert bool(cache.occupied.any())
+
+
+@pytest.mark.parametrize("write_mode", ["on_eviction", "every_token"])
+def test_fixed_read_over_all_clusters_is_dense_attention_over_window_and_slots(write_mode: str) -> None:
+    attn = _layer(write_mode=write_mode)
+    q, k, v = _qkv(12)
+    _, cache = attn.prefill(q[:, :11], k[:, :11], v[:, :11])
+    out, new = attn.step(q[:, 11:], k[:, 11:], v[:, 11:], cache)
+    for b in range(2):
+        for h in range(2):
+            used = new.occupied[b, h]
+            kk = torch.cat([new.win_k[b, h], new.mem_k[b, h][used]])
+            vv = torch.cat([new.win_v[b, h], new.mem_v[b, h][used]])
+            ref = torch.softmax(kk @ q[b, 11, h] / 2.0, dim=0) @ vv
+            torch.testing.assert_close(out[b, 0, h], ref)
+    assert attn.last_slots_read == 8
+
+
+@pytest.mark.parametrize(("write_mode", "window"), [("on_eviction", 0), ("on_eviction", 3), ("every_token", 0)])
+def test_fresh_slot_per_token_with_gate_one_is_full_causal_attention(write_mode: str, window: int) -> None:
+    class FreshSlots(ARMAttention):
+        def route(self, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            z = F.one_hot(torch.arange(k.shape[2]), self.num_slots).to(k.dtype).expand(*k.shape[:2], -1, -1)
+            return z, z[..., : self.num_clusters]
+
+    attn = FreshSlots(2, 4, num_slots=16, num_clusters=4, window=window, write_mode=write_mode).double().eval()
+    with torch.no_grad():
+        attn.gate_w.normal_()
+        attn.gate_b.fill_(float("inf"))
+    q, k, v = _qkv(16)
+    qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
+    ref = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).transpose(1, 2)
+    torch.testing.assert_close(attn(q, k, v), ref)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"read_policy": "fixed", "read_clusters": 2},
+        {"read_policy": "fixed", "window": 0},
+        {"read_policy": "top_p", "top_p": 0.6, "write_mode": "every_token"},
+        {"read_policy": "learned"},
+        {"read_policy": "learned", "window": 0, "read_clusters": 3},
+    ],
+)
+def test_incremental_decode_reproduces_the_parallel_forward(cfg: dict[str, object]) -> None:
+    attn = _layer(**cfg)
+    q, k, v = _qkv(20, seed=4)
+    ref = attn(q, k, v)
+    cache = attn.empty_cache(2, dtype=torch.float64)
+    outs = []
+    for t in range(20):
+        out, cache = attn.step(q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], cache)
+        outs.append(out)
+    torch.testing.assert_close(torch.cat(outs, dim=1), ref)
+    head, cache = attn.prefill(q[:, :9], k[:, :9], v[:, :9])
+    tail = [attn.step(q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], cache := cache)[0] for t in range(9, 10)]
+    torch.testing.assert_close(torch.cat([head, *tail], dim=1), ref[:, :10])
+
+
+def test_top_p_extremes_match_fixed_budgets() -> None:
+    q, k, v = _qkv(15, seed=2)
+    one = _layer(read_policy="top_p", top_p=1e-9)(q, k, v)
+    torch.testing.assert_close(one, _layer(read_policy="fixed", read_clusters=1)(q, k, v))
+    full = _layer(read_policy="top_p", top_p=1.0)(q, k, v)
+    torch.testing.assert_close(full, _layer(read_policy="fixed")(q, k, v))
+
+
+def test_training_gradients_reach_router_gate_and_policy() -> None:
+    attn = _layer(read_policy="learned", balance_weight=0.1).train()
+    q, k, v = (t.requires_grad_() for t in _qkv(12))
+    out = attn(q, k, v)
+    (out.square().sum() + attn.last_aux_loss).backward()
+    for name in ("w_cluster", "w_slot", "gate_w", "gate_b"):
+        assert getattr(attn, name).grad.abs().sum() > 0, name
+    assert attn.policy is not None
+    first = attn.policy[0]
+    assert isinstance(first, torch.nn.Linear)
+    assert first.weight.grad is not None
+    assert first.weight.grad.abs().sum() > 0
+    assert 0 < float(attn.last_slots_read) <= 8
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"num_slots": 10, "num_clusters": 4}, "divisible"),
+        ({"window": -1}, "window"),
+        ({"tau": 0.0}, "tau"),
+        ({"read_clusters": 5}, "read_clusters"),
+        ({"read_policy": "greedy"}, "read_policy"),
+        ({"write_mode": "sometimes"}, "write_mode"),
+        ({"top_p": 1.5}, "top_p"),
+    ],
+)
+def test_bad_configuration_errors(kw: dict[str, object], match: str) -> None:
+    cfg: dict[str, object] = {"num_heads": 2, "head_dim": 4, "num_slots": 8, "num_clusters": 4, "window": 3}
+    cfg.update(kw)
+    with pytest.raises(ValueError, match=match):
+        ARMAttention(**cfg)  # type: ignore[arg-type]
+
+
+def test_bad_runtime_inputs_error() -> None:
+    attn = _layer()
+    with pytest.raises(ValueError, match="tau"):
+        attn.tau = -1.0
+    q, k, v = _qkv(4)
+    other = _layer(window=2).empty_cache(2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="configuration"):
+        attn.step(q[:, :1], k[:, :1], v[:, :1], other)
+    with pytest.raises(ValueError, match="configuration"):
+        attn.step(q[:, :1], k[:, :1], v[:, :1], "cache")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="one token"):
+        attn.step(q, k, v, attn.empty_cache(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="shape"):
+        attn(q[..., :3], k, v)
+    with pytest.raises(TypeError, match="4-d"):
+        attn(q[0], k, v)
+    assert isinstance(attn.empty_cache(1), ARMCache)
+
+
+def test_generator_noise_is_reproducible_and_straight_through() -> None:
+    logits = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(4, 6, dtype=torch.float64)
+    hard = gumbel_select(logits, 0.5, True, torch.Generator().manual_seed(7))
+    again = gumbel_select(logits, 0.5, True, torch.Generator().manual_seed(7))
+    assert torch.equal(hard, again)
+    assert torch.equal(hard.sum(-1), torch.ones(4, dtype=torch.float64))
+    (grad_hard,) = torch.autograd.grad((hard * weights).sum(), logits)
+    u = torch.rand(4, 6, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    soft = torch.softmax((logits - torch.log(-torch.log(u))) / 0.5, dim=-1)
+    (grad_soft,) = torch.autograd.grad((soft * weights).sum(), logits)
+    torch.testing.assert_close(grad_hard, grad_soft)
+    assert torch.equal(hard.argmax(-1), soft.argmax(-1))
