@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.utils.data import TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -61,7 +62,10 @@ def _load(args: Any, seed: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     dm.setup()
     out = {}
     for split in ("train", "val", "test"):
-        x, y = dm._splits[split].tensors
+        dataset = dm._splits[split]
+        if not isinstance(dataset, TensorDataset):
+            raise TypeError(f"expected a TensorDataset for split {split!r}, got {type(dataset).__name__}")
+        x, y = dataset.tensors
         out[split] = (x.flatten(1).contiguous(), y)
     return out
 
@@ -185,7 +189,8 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
 
 def summarise(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean and spread over seeds of each method's chosen compression ratio and test accuracy, and the CR ratios."""
-    rows, summary = [], {}
+    rows: list[dict[str, Any]] = []
+    summary: dict[str, dict[str, Any]] = {}
     for method in ("ReWA", "L1", "L1 prox", "L1 sub", "GMP", "dense"):
         for drop in DROPS:
             key = f"{method}@{drop * 100:g}"
