@@ -20,8 +20,9 @@ Choices and deviations (this project's, stated so that a reader can weigh the fi
 * Epochs: 5 by default (1 warm-up), not the 30+ the paper-scale comparison would want. One epoch of the 21
   models of a seed took about 15 s on a quiet 2-core machine (extrapolated from 8k images) and 70-310 s on the
   shared, loaded one this figure was measured on, so 30 epochs x 3 seeds does not fit in about 30 minutes.
-  ``--epochs 30`` runs the longer schedule. Short runs favour the method that sparsifies fastest; ReWA with ``M = 2`` cannot
-  move a weight across zero without momentum (sign lock, see ``ReWASGD``), which also matters most when short.
+  ``--epochs 30`` runs the longer schedule. Short runs favour the method that sparsifies fastest; ReWA with
+  ``M = 2`` cannot move a weight across zero without momentum (sign lock, see ``ReWASGD``), which also matters
+  most when short. Measured at 5 epochs: ReWA's decay costs accuracy before it sparsifies (docs/rewa.md).
 * One learning rate for every method (0.256, the paper's CIFAR value), weight decay 1e-4 for dense and GMP,
   no decay on biases (plain momentum SGD for every method's biases); ReWA K = 9, M = 2, eps = 0.
 * GMP (Zhu & Gupta): cubic schedule from the end of warm-up to 75 % of training, masks recomputed every
