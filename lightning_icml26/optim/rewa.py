@@ -23,6 +23,19 @@ Design choices of this project (not stated by the authors; see docs/rewa.md):
   ``eps > 0`` (``s = 0`` and ``lambda y = 0``): exact zeros are absorbing.
 * Groups with ``reparameterize=False`` (e.g. norms and biases, see :func:`rewa_param_groups`) get the
   plain SGD / AdamW update of the same optimizer.
+
+Sign lock (a property of the method, not of this implementation): with ``M >= 1`` the step on ``y`` is
+proportional to ``y`` itself. Without momentum, one SGD step is
+``y <- y * (1 - lr * (weight_decay + g * sign(y) * |y|^(M - 1)))``, so ``y`` keeps its sign whenever that
+factor is positive (always true near zero when ``M > 1``; for ``M = 1`` it needs ``lr * (weight_decay + |g|) < 1``).
+A weight whose gradient keeps pushing it towards the other sign therefore slides to zero and stops there
+instead of crossing (exactly so in the small-step limit). Heavy-ball momentum and very large steps can still
+carry a weight across zero, so with momentum this is a strong tendency rather than a guarantee. Sign lock
+matters most on small networks and short runs: a weight that starts with the wrong sign is pruned instead of
+corrected, so the initialisation (or a dense warm start) decides part of the support. Users who need sign
+changes can use ``M = 0``: the loss gradient is then applied unscaled (``y <- y - lr * (g + weight_decay * y)``),
+weights cross zero freely, and the equivalent penalty has ``p = 1 + 1/K > 1`` (weaker than L1, so less sparsity
+without a magnitude threshold).
 """
 
 from __future__ import annotations
@@ -119,12 +132,14 @@ class ReWASGD(_ReWABase):
         lr: learning rate ``eta``, non-negative.
         K: power of the reparameterisation, ``> 1`` (odd integers in the paper; 9 recommended, 3 on ImageNet;
             non-integer values work since absolute values are used).
-        M: exponent of the adaptive step, ``0 <= M <= K - 1`` (2 in the paper's CIFAR config). The note states
-            ``M < K - 1``; ``M = K - 1`` (plain gradient descent on ``y`` up to a factor ``K``, penalty
+        M: exponent of the adaptive step, ``0 <= M <= K - 1`` (2 in the paper's CIFAR config). With ``M >= 1`` a
+            weight cannot change sign under plain SGD steps (sign lock); ``M = 0`` lets weights cross zero. The
+            authors give ``M < K - 1``; ``M = K - 1`` (plain gradient descent on ``y`` up to a factor ``K``, penalty
             ``l_{2/K}``) is also accepted because the repository's own ``testksub1.sh`` runs K = 2.25, M = 1.25.
         eps: ``epsilon`` of the adaptive step, ``>= 0`` (0 for simple tasks, 1e-5..1e-3 for ImageNet).
         weight_decay: ``lambda``, applied to ``y`` and not scaled by the adaptive step.
-        momentum: heavy-ball momentum ``mu`` in ``[0, 1)`` (0.875 in the paper's CIFAR config).
+        momentum: heavy-ball momentum ``mu`` in ``[0, 1)`` (0.875 in the paper's CIFAR config). Momentum can carry
+            a weight across zero, which plain steps with ``M >= 1`` cannot (see "Sign lock" in the module docstring).
         dampening: SGD dampening in ``[0, 1)``.
         nesterov: Nesterov momentum (needs ``momentum > 0`` and ``dampening = 0``).
         reparameterize: ``False`` turns the group into plain SGD on ``x`` (coupled weight decay on ``x``).

@@ -59,13 +59,14 @@ def _builder(name: str):
 
 def test_rewa_targets_same_key_at_both_sizes():
     build = _builder("rewa_sparsity")
-    quick = build({"regression": {"ReWA K9 M2": {"cr_at_matched_r2": 6.0}, "L1 prox": {"cr_at_matched_r2": 2.0}}})
-    full = build({"rewa_over_l1": 0.82})
+    quick = build({"summary": {"ReWA@3.5": {"cr_over_l1_mean": 3.0}}})
+    full = build({"summary": {"ReWA@3.5": {"cr_over_l1_mean": 0.82}}})
     assert quick.keys() == full.keys() == {"rewa_cr_over_l1"}
     assert quick["rewa_cr_over_l1"] == {"value": 3.0, "target": ">= 2", "met": True}
     assert full["rewa_cr_over_l1"]["met"] is False
-    diverged = build({"regression": {"ReWA K9 M2": {"diverged": True}, "L1 prox": {"cr_at_matched_r2": 2.0}}})
-    assert diverged["rewa_cr_over_l1"]["met"] is False
+    unmeasured = build({"summary": {"ReWA@3.5": {"cr_over_l1_mean": float("nan")}}})
+    assert unmeasured["rewa_cr_over_l1"]["met"] is False
+    assert build({})["rewa_cr_over_l1"]["met"] is False
 
 
 def test_loes_and_r4_and_arbg_targets():
