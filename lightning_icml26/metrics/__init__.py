@@ -26,6 +26,7 @@ from lightning_icml26.metrics.fairness import (
     MulticlassEqualOpportunity,
     MulticlassGroupRates,
 )
+from lightning_icml26.metrics.graph_substrate import EdgeMicroF1, GraphExactMatch
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
 from lightning_icml26.metrics.novelty import CoverageEntropy, DistinctN, SeenRate
@@ -34,6 +35,8 @@ from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
+    "EdgeMicroF1",
+    "GraphExactMatch",
     "AttentionApproxError",
     "CoverageEntropy",
     "DistinctN",
