@@ -12,6 +12,12 @@ from lightning_icml26.modules.fedusd import (
     FedAvgClient,
     SyntheticSetDistiller,
 )
+from lightning_icml26.modules.g_substrate import (
+    SubstrateSFTModule,
+    answer_only_loss,
+    evaluate_graph_tasks,
+    tiny_byte_llama,
+)
 from lightning_icml26.modules.isa_edit import EditBlock, InContextEditor
 from lightning_icml26.modules.itc import TokenWorldModel, VQTokenizer, rollout
 from lightning_icml26.modules.nets import MLP
@@ -22,6 +28,10 @@ from lightning_icml26.modules.sparse_regression import SparseRegressionModule
 from lightning_icml26.modules.valueflow import HashedBagEncoder, HiVESModule, MiniLMEncoder
 
 __all__ = [
+    "SubstrateSFTModule",
+    "answer_only_loss",
+    "evaluate_graph_tasks",
+    "tiny_byte_llama",
     "SelfPlayModule",
     "HashedBagEncoder",
     "HiVESModule",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lightning_icml26.data.graph_substrate.datamodule import GraphSubstrateDataModule, encode_sample, pad_collate
+from lightning_icml26.data.graph_substrate.mixtures import MIXTURES, TASK_ROLES, build_mixture, role_counts
 from lightning_icml26.data.graph_substrate.roles import (
     MUTATIONS,
     NLGRAPH_TASKS,
@@ -22,6 +24,13 @@ from lightning_icml26.data.graph_substrate.schema import (
 
 __all__ = [
     "GRAPH_KINDS",
+    "MIXTURES",
+    "TASK_ROLES",
+    "GraphSubstrateDataModule",
+    "build_mixture",
+    "encode_sample",
+    "pad_collate",
+    "role_counts",
     "MUTATIONS",
     "NLGRAPH_TASKS",
     "OBJECTS",
