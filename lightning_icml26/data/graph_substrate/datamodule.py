@@ -115,6 +115,8 @@ class GraphSubstrateDataModule(LightningDataModule):
         batch_size: rows per batch.
         seed: seed of the training data (validation uses ``seed + 1``).
         ignore_index: label value of unscored positions.
+        kinds: graph kinds of consistency and extraction samples without an algorithm graph (see
+            :func:`build_mixture`).
 
     Attributes:
         over_cutoff: ``{"train": n, "val": n}`` samples dropped for exceeding ``max_length``.
@@ -147,6 +149,7 @@ class GraphSubstrateDataModule(LightningDataModule):
         batch_size: int = 8,
         seed: int = 0,
         ignore_index: int = -100,
+        kinds: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         if over_cutoff not in ("drop", "error"):
@@ -163,12 +166,13 @@ class GraphSubstrateDataModule(LightningDataModule):
         self.edge_prob, self.style, self.seed = edge_prob, style, seed
         self.max_length, self.over_cutoff_policy = max_length, over_cutoff
         self.use_chat_template, self.batch_size, self.ignore_index = use_chat_template, batch_size, ignore_index
+        self.kinds = None if kinds is None else list(kinds)
         self.over_cutoff: dict[str, int] = {"train": 0, "val": 0}
         self.train_tasks: list[GraphTask] = []
         self.val_tasks: list[GraphTask] = []
         self._rows: dict[str, list[dict[str, list[int]]]] = {}
         # fail early on bad mixture arguments, before any Trainer starts
-        build_mixture(mixture, self.tasks, self.role_ratios, 0, self.num_nodes, edge_prob, seed, style)
+        build_mixture(mixture, self.tasks, self.role_ratios, 0, self.num_nodes, edge_prob, seed, style, self.kinds)
 
     @property
     def pad_id(self) -> int:
@@ -209,8 +213,8 @@ class GraphSubstrateDataModule(LightningDataModule):
             return
         args = (self.tasks, self.role_ratios)
         rest = (self.num_nodes, self.edge_prob)
-        train = build_mixture(self.mixture, *args, self.num_train, *rest, seed=self.seed, style=self.style)
-        val = build_mixture(self.mixture, *args, self.num_val, *rest, seed=self.seed + 1, style=self.style)
+        train = build_mixture(self.mixture, *args, self.num_train, *rest, self.seed, self.style, self.kinds)
+        val = build_mixture(self.mixture, *args, self.num_val, *rest, self.seed + 1, self.style, self.kinds)
         self.train_tasks, self._rows["train"] = self.encode_tasks(train, "train")
         self.val_tasks, self._rows["val"] = self.encode_tasks(val, "val")
 

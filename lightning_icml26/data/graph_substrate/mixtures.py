@@ -17,6 +17,7 @@ import networkx as nx
 
 from lightning_icml26.data.graph_substrate.roles import NLGRAPH_TASKS, TRAVERSAL_TASKS, GraphTask, RoleTaskGenerator
 from lightning_icml26.data.graph_substrate.sampling import sample_graph
+from lightning_icml26.data.graph_substrate.schema import GRAPH_KINDS
 
 __all__ = ["MIXTURES", "TASK_ROLES", "build_mixture", "make_task", "role_counts"]
 
@@ -114,6 +115,7 @@ def build_mixture(
     edge_prob: float = 0.3,
     seed: int = 0,
     style: str = "simple",
+    kinds: Sequence[str] | None = None,
 ) -> list[GraphTask]:
     """Generate the samples of one mixture.
 
@@ -126,6 +128,8 @@ def build_mixture(
         edge_prob: edge probability of the random graphs.
         seed: seed of graphs and tasks.
         style: ``simple`` or ``reasoning`` answers.
+        kinds: graph kinds drawn for consistency and extraction samples that do not re-use an algorithm
+            sample's graph; default: the kinds of the algorithm tasks (``scene`` when there are none).
 
     Returns:
         The samples in random order.
@@ -144,7 +148,9 @@ def build_mixture(
     lo, hi = num_nodes
     rng = random.Random(seed)
     gen = RoleTaskGenerator(seed=rng.randrange(2**31), style=style)
-    kinds = [task_kind(t) for t in by_role["algorithm"]] or [_TRAVERSAL_KIND]
+    if kinds is not None and (not kinds or any(k not in GRAPH_KINDS for k in kinds)):
+        raise ValueError(f"kinds must be a non-empty list of {sorted(GRAPH_KINDS)}, got {kinds!r}")
+    kinds = list(kinds or [task_kind(t) for t in by_role["algorithm"]] or [_TRAVERSAL_KIND])
 
     def fresh(kind: str) -> nx.Graph:
         while True:

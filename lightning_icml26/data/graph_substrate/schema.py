@@ -112,24 +112,26 @@ def _parse_number(text: str) -> int | float:
 
 
 def relabel_to_integers(graph: nx.Graph) -> nx.Graph:
-    """Renumber the nodes ``0..n-1`` (sorted by name) and keep each old name as the ``label`` attribute.
+    """Renumber the nodes ``0..n-1`` (ints first, then by name); an old name that differs becomes the ``label``.
 
     Args:
         graph: any networkx graph.
 
     Returns:
-        A copy with integer ids; ``label`` holds ``str(old name)`` unless the node already had a label.
+        A copy with integer ids; ``label`` holds ``str(old name)`` unless the node already had a label or its
+        name is its new id.
 
     Example:
         >>> g = relabel_to_integers(nx.Graph([("Evelyn", "E1")]))
         >>> sorted(g.nodes(data="label"))
         [(0, 'E1'), (1, 'Evelyn')]
     """
-    order = sorted(graph.nodes, key=str)
+    order = sorted(graph.nodes, key=lambda n: (0, n, "") if isinstance(n, int) else (1, 0, str(n)))
     mapping = {node: i for i, node in enumerate(order)}
     out = nx.relabel_nodes(graph, mapping, copy=True)
     for node, i in mapping.items():
-        out.nodes[i].setdefault("label", str(node))
+        if str(node) != str(i):  # a name equal to the new id adds nothing
+            out.nodes[i].setdefault("label", str(node))
     return out
 
 
