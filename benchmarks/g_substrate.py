@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    steps, batch, width, n_eval, seeds = (30, 8, 64, 6, 2) if args.quick else (200, 8, 96, 20, 3)
+    steps, batch, width, n_eval, seeds = (30, 8, 64, 6, 2) if args.quick else (120, 8, 64, 16, 3)
     seeds = args.seeds or seeds
     generated, real = held_out(n_eval, seed=10_000)
     rows, per_seed = [], []
@@ -147,6 +147,13 @@ def main() -> None:
             rows.append({"seed": seed, "regime": regime, **{k: res.get(k, float("nan")) for k in _COLUMNS}})
         per_seed.append(result)
         print(f"seed {seed} done after {time.time() - start:.0f} s", flush=True)
+        # written after every seed, so a run stopped by a time limit keeps the seeds it finished
+        settings = {"steps": steps, "batch": batch, "width": width, "n_eval_per_task": n_eval, "seeds_planned": seeds}
+        report(per_seed, rows, settings | {"seeds_done": len(per_seed)}, args, final=s == seeds - 1)
+
+
+def report(per_seed: list[dict], rows: list[dict], settings: dict, args: Any, final: bool) -> None:
+    regimes = ("isolated", "multitask", "interleaved")
 
     def mean(regime: str, key: str) -> float:
         return statistics.fmean(r[regime][key] for r in per_seed)
@@ -155,19 +162,6 @@ def main() -> None:
         values = [r[regime][key] for r in per_seed]
         return statistics.stdev(values) if len(values) > 1 else 0.0
 
-    summary = []
-    for regime in ("isolated", "multitask", "interleaved"):
-        row: dict[str, Any] = {"regime": regime}
-        for key in _COLUMNS:
-            row[key] = (
-                f"{100 * mean(regime, key):.1f} ± {100 * spread(regime, key):.1f}"
-                if key != "tokens"
-                else (mean(regime, key))
-            )
-        summary.append(row)
-    print(markdown_table(rows, ["seed", "regime", *_COLUMNS]))
-    print("\nMean ± std over seeds (percent; tokens = training tokens per model):")
-    print(markdown_table(summary, ["regime", *_COLUMNS]))
     gap = 100 * (mean("interleaved", "mean_em") - mean("multitask", "mean_em"))
     worst_gap = worst([100 * (mean("interleaved", t) - mean("isolated", t)) for t in TASKS], "min")
     targets = {
@@ -175,14 +169,29 @@ def main() -> None:
         "interleaved_minus_isolated_worst_task_points": target(worst_gap, ">=", 0.0),
     }
     figures = {
-        "settings": {"steps": steps, "batch": batch, "width": width, "n_eval_per_task": n_eval, "seeds": seeds},
+        "settings": settings,
         "per_seed": per_seed,
-        "mean": {r: {k: mean(r, k) for k in _COLUMNS} for r in ("isolated", "multitask", "interleaved")},
-        "std": {r: {k: spread(r, k) for k in _COLUMNS} for r in ("isolated", "multitask", "interleaved")},
+        "mean": {r: {k: mean(r, k) for k in _COLUMNS} for r in regimes},
+        "std": {r: {k: spread(r, k) for k in _COLUMNS} for r in regimes},
         "targets": targets,
     }
-    print_targets(targets)
     write_json(args.json, "g_substrate", figures, args)
+    if not final:
+        return
+    summary = []
+    for regime in regimes:
+        row: dict[str, Any] = {"regime": regime}
+        for key in _COLUMNS:
+            row[key] = (
+                mean(regime, key)
+                if key == "tokens"
+                else f"{100 * mean(regime, key):.1f} ± {100 * spread(regime, key):.1f}"
+            )
+        summary.append(row)
+    print(markdown_table(rows, ["seed", "regime", *_COLUMNS]))
+    print("\nMean ± std over seeds (percent; tokens = training tokens per model):")
+    print(markdown_table(summary, ["regime", *_COLUMNS]))
+    print_targets(targets)
 
 
 _COLUMNS = [*TASKS, "extraction_edge_f1", "mean_em", "real_connectivity", "real_cycle", "real_matching", "tokens"]
