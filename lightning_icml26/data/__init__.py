@@ -17,6 +17,7 @@ from lightning_icml26.data.forecasts import (
     load_rain_forecasts,
     make_forecasting_task,
 )
+from lightning_icml26.data.graph_substrate import GraphSubstrateDataModule
 from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_rollouts
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
@@ -81,6 +82,7 @@ __all__ = [
     "FashionTransferFeatures",
     "ForecastDataModule",
     "ForecastTable",
+    "GraphSubstrateDataModule",
     "GridWorldDataModule",
     "LayerFeatureDataModule",
     "load_adult",

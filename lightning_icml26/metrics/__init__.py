@@ -26,6 +26,7 @@ from lightning_icml26.metrics.fairness import (
     MulticlassEqualOpportunity,
     MulticlassGroupRates,
 )
+from lightning_icml26.metrics.graph_substrate import EdgeMicroF1, GraphExactMatch
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
 from lightning_icml26.metrics.kv_budget import KVBudget
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
@@ -36,6 +37,8 @@ from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
 
 __all__ = [
     "KVBudget",
+    "EdgeMicroF1",
+    "GraphExactMatch",
     "AttentionApproxError",
     "CoverageEntropy",
     "DistinctN",

@@ -13,6 +13,12 @@ from lightning_icml26.modules.fedusd import (
     FedAvgClient,
     SyntheticSetDistiller,
 )
+from lightning_icml26.modules.g_substrate import (
+    SubstrateSFTModule,
+    answer_only_loss,
+    evaluate_graph_tasks,
+    tiny_byte_llama,
+)
 from lightning_icml26.modules.isa_edit import EditBlock, InContextEditor
 from lightning_icml26.modules.itc import TokenWorldModel, VQTokenizer, rollout
 from lightning_icml26.modules.nets import MLP
@@ -25,6 +31,10 @@ from lightning_icml26.modules.valueflow import HashedBagEncoder, HiVESModule, Mi
 __all__ = [
     "ARMDecoder",
     "DecodeState",
+    "SubstrateSFTModule",
+    "answer_only_loss",
+    "evaluate_graph_tasks",
+    "tiny_byte_llama",
     "SelfPlayModule",
     "HashedBagEncoder",
     "HiVESModule",

@@ -80,6 +80,8 @@ CASES: dict[str, tuple[Callable[[], Any], tuple[Any, ...]]] = {
     "PassAtK": (lambda: metrics.PassAtK(k=2), (torch.tensor([5, 4]), torch.tensor([1, 0]))),
     "FixRate": (lambda: metrics.FixRate(), (_Y.bool(), _Y.flip(0).bool())),
     "CounterexampleTokens": (lambda: metrics.CounterexampleTokens(), (torch.tensor([3, 7, 4]),)),
+    "GraphExactMatch": (lambda: metrics.GraphExactMatch(), (["Yes.", "3"], ["yes", "4"])),
+    "EdgeMicroF1": (lambda: metrics.EdgeMicroF1(), (["(0, -, 1)"], ["(0, -, 1)\n(1, -, 2)"])),
     "RolloutConsistency": (
         lambda: metrics.RolloutConsistency(4, [1, 2], 3),
         (torch.randint(0, 4, (2, 3, 5)), torch.randint(0, 4, (2, 3, 5))),

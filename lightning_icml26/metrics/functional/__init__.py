@@ -48,6 +48,12 @@ from lightning_icml26.metrics.functional.fairness import (
     multiclass_equalized_odds,
     multiclass_group_rates,
 )
+from lightning_icml26.metrics.functional.graph_substrate import (
+    edge_micro_f1,
+    extract_facts,
+    graph_exact_match,
+    normalize_answer,
+)
 from lightning_icml26.metrics.functional.irt import (
     accumulate_counts,
     fit_grm,
@@ -73,6 +79,10 @@ from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_ga
 __all__ = [
     "kv_budget",
     "kv_cache_bytes",
+    "edge_micro_f1",
+    "extract_facts",
+    "graph_exact_match",
+    "normalize_answer",
     "attention_approx_error",
     "coverage_entropy",
     "distinct_n",
