@@ -288,11 +288,13 @@ def test_zero_neighbor_distance_hand_computed() -> None:
     # row i = 1 holds token 0: p_j[0] = 0.7, 0.2, 0.6; both neighbours are free with the option
     assert on[0, 1, :3].tolist() == pytest.approx([-0.7 - 0.1, -0.2 - 0.1, -0.6 - 0.1])
     # only the copy block changes; a cutoff below 1 still forbids the neighbours
-    assert torch.equal(on[0, 3:], off[0, 3:]) and torch.equal(on[0, :3, 3:], off[0, :3, 3:])
+    assert torch.equal(on[0, 3:], off[0, 3:])
+    assert torch.equal(on[0, :3, 3:], off[0, :3, 3:])
     tight = build_itc_cost(
         probs, prev, sampled, coords, alpha=0.5, trash_cost=0.1, distance_cutoff=0.5, zero_neighbor_distance=True
     )
-    assert torch.isinf(tight[0, 0, 1]) and torch.isinf(tight[0, 1, 0])
+    assert torch.isinf(tight[0, 0, 1])
+    assert torch.isinf(tight[0, 1, 0])
 
 
 def test_zero_neighbor_distance_decoder_flag() -> None:
