@@ -2,7 +2,8 @@
 
 Importing this package imports torch and lightning only (the MinAtar collector in
 :mod:`lightning_icml26.data.rl.minatar` imports ``minatar`` at call time through ``require``).
-The gymnasium pieces (:func:`collect_segments`, :func:`segments_from_transitions`, :class:`RewardReplacementWrapper`) live in
+The gymnasium pieces (:func:`collect_segments`, :func:`segments_from_transitions`,
+:class:`RewardReplacementWrapper`) live in
 :mod:`lightning_icml26.data.rl.envs` and are loaded on first access, because ``gymnasium`` is an optional
 dependency (the ``rl`` extra) and :class:`RewardReplacementWrapper` subclasses ``gymnasium.Wrapper``.
 """
