@@ -23,10 +23,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from lightning_icml26._optional import require
 
-__all__ = ["GAMES", "MinAtarEpisodes", "PatchCodebook", "collect_minatar", "noise_floor", "patch_keys"]
+__all__ = [
+    "GAMES",
+    "FrameRules",
+    "MinAtarEpisodes",
+    "PatchCodebook",
+    "collect_minatar",
+    "noise_floor",
+    "patch_keys",
+    "token_bits",
+]
 
 GAMES = ("breakout", "freeway")
 PATCH = 2
@@ -265,3 +275,61 @@ def noise_floor(episodes: MinAtarEpisodes, codebook: PatchCodebook) -> float:
             entropy -= float((mass * np.log(mass)).sum())
         total += entropy / cells
     return total / len(steps)
+
+
+def token_bits(codebook: PatchCodebook, channels: int, patch: int = PATCH) -> np.ndarray:
+    """``(V, patch, patch, C)`` bool: the grid patch of every token (the inverse of :func:`patch_keys`).
+
+    Example:
+        >>> token_bits(PatchCodebook.fit(np.array([2])), 1)[1, :, :, 0].tolist()
+        [[False, True], [False, False]]
+    """
+    shifts = np.arange(patch * patch * channels, dtype=np.int64)
+    bits = (codebook.keys[:, None] >> shifts[None, :]) & 1
+    return bits.reshape(-1, patch, patch, channels).astype(bool)
+
+
+class FrameRules:
+    """Reward and termination of a MinAtar transition read off two token frames (for imagined rollouts).
+
+    Breakout: the reward is the number of bricks that disappear; the episode ends when the ball is in the bottom
+    row (the game moves it there only when the paddle misses). Freeway: the reward is 1 when the chicken was in
+    one of the two top rows and is back in the bottom row (a crossing; a collision in those rows reads the same,
+    an accepted approximation); episodes do not end (MinAtar's own time limit is not modelled).
+
+    Args:
+        game: ``"breakout"`` or ``"freeway"``.
+        codebook: the token codebook.
+
+    Example:
+        >>> book = PatchCodebook.fit(np.array([8]))  # the patch with the brick bit (channel 3) in its top-left cell
+        >>> rules = FrameRules("breakout", book)
+        >>> frame = torch.zeros(1, 5, 5, dtype=torch.long)
+        >>> frame[0, 0, 0] = 1
+        >>> rules(frame, torch.zeros(1, 5, 5, dtype=torch.long))
+        (tensor([1.]), tensor([False]))
+    """
+
+    def __init__(self, game: str, codebook: PatchCodebook) -> None:
+        if game not in GAMES:
+            raise ValueError(f"game must be one of {GAMES}, got {game!r}")
+        self.game = game
+        channels = 4 if game == "breakout" else 7
+        bits = torch.as_tensor(token_bits(codebook, channels))  # (V, 2, 2, C)
+        self.bits = bits
+
+    def grids(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, 10, 10, C)`` bool grids of ``(B, 5, 5)`` token frames."""
+        patches = self.bits[tokens.long()]  # (B, 5, 5, 2, 2, C)
+        batch, rows, cols = tokens.shape
+        return patches.permute(0, 1, 3, 2, 4, 5).reshape(batch, rows * PATCH, cols * PATCH, -1)
+
+    def __call__(self, frame: torch.Tensor, next_frame: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(reward (B,), done (B,))`` of the transition ``frame -> next_frame``."""
+        now, nxt = self.grids(frame), self.grids(next_frame)
+        if self.game == "breakout":
+            removed = (now[..., 3].flatten(1).sum(1) - nxt[..., 3].flatten(1).sum(1)).clamp(min=0)
+            return removed.float(), nxt[:, 9, :, 1].any(1)
+        chicken_top = now[:, :2, :, 0].flatten(1).any(1)
+        chicken_bottom = nxt[:, 9, :, 0].any(1)
+        return (chicken_top & chicken_bottom).float(), torch.zeros(len(frame), dtype=torch.bool)
