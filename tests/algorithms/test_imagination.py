@@ -50,7 +50,7 @@ def test_imagine_rewards_and_ends_by_hand() -> None:
         return at_end.float(), at_end
 
     policy = TokenPolicy(3, 4, 2)
-    out = imagine(policy, _shift_right, start, actions, 5, "itc", reward_fn, generator=torch.Generator().manual_seed(0))
+    out = imagine(policy, _shift_right, start, actions, 5, "argmax", reward_fn, generator=torch.Generator().manual_seed(0))
     assert out["frames"].shape == (2, 6, 1, 4)
     assert out["rewards"].tolist() == [[0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]]
     assert out["alive"].tolist() == [[True, True, False, False, False], [True, True, True, True, False]]
@@ -70,8 +70,8 @@ def test_training_in_imagination_finds_the_rewarded_action() -> None:
     torch.manual_seed(0)
     policy = TokenPolicy(3, 4, 3)
     starts = (torch.zeros(16, 2, 2, 2, dtype=torch.long), torch.zeros(16, 1, dtype=torch.long))
-    config = ImaginationConfig(horizon=4, updates=60, batch_size=16, lr=1e-2)
-    curve = train_in_imagination(policy, world, starts, "sample", reward_fn, config, seed=0)
+    config = ImaginationConfig(horizon=4, updates=40, batch_size=8, lr=2e-2)
+    curve = train_in_imagination(policy, world, starts, "argmax", reward_fn, config, seed=0)
     probs = torch.softmax(policy(torch.zeros(1, 2, 2, dtype=torch.long))[0].detach(), -1)[0]
     assert float(probs[2]) > 0.8
     discounted_best = float(np.sum(0.95 ** np.arange(4)))
