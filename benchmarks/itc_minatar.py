@@ -251,10 +251,10 @@ def main() -> None:
         "horizon": 6, "rollout_starts": 48, "imagine_horizon": 6, "ac_updates": 10, "ac_batch": 16, "seeds": 3,
         "eval_episodes": 3, "eval_steps": 100,
     } if args.quick else {
-        "train_steps": 20000, "val_steps": 2000, "floor_samples": 2, "max_episode_steps": 500, "context": 4,
-        "d_model": 64, "layers": 2, "lr": 2e-3, "batch_size": 32, "wm_steps": 2500, "val_every": 250,
-        "horizon": 12, "rollout_starts": 128, "imagine_horizon": 10, "ac_updates": 60, "ac_batch": 32, "seeds": 3,
-        "eval_episodes": 8, "eval_steps": 300,
+        "train_steps": 15000, "val_steps": 2000, "floor_samples": 2, "max_episode_steps": 500, "context": 4,
+        "d_model": 64, "layers": 2, "lr": 2e-3, "batch_size": 32, "wm_steps": 1500, "val_every": 250,
+        "horizon": 12, "rollout_starts": 128, "imagine_horizon": 10, "ac_updates": 40, "ac_batch": 32, "seeds": 3,
+        "eval_episodes": 6, "eval_steps": 300,
     }  # fmt: skip
     for key, value in size.items():
         setattr(args, key, value)

@@ -50,7 +50,8 @@ def test_imagine_rewards_and_ends_by_hand() -> None:
         return at_end.float(), at_end
 
     policy = TokenPolicy(3, 4, 2)
-    out = imagine(policy, _shift_right, start, actions, 5, "argmax", reward_fn, generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(0)
+    out = imagine(policy, _shift_right, start, actions, 5, "argmax", reward_fn, generator=gen)
     assert out["frames"].shape == (2, 6, 1, 4)
     assert out["rewards"].tolist() == [[0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]]
     assert out["alive"].tolist() == [[True, True, False, False, False], [True, True, True, True, False]]
