@@ -244,7 +244,10 @@ def summarise(results: dict[str, dict[str, Any]], horizon: int) -> tuple[list[di
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", default=["breakout", "freeway"])
+    parser.add_argument("--wm-steps", type=int, default=None, help="override the world-model step budget")
+    parser.add_argument("--ac-updates", type=int, default=None, help="override the imagination updates per agent")
     args = parser.parse_args()
+    overrides = {"wm_steps": args.wm_steps, "ac_updates": args.ac_updates}
     size = {
         "train_steps": 3000, "val_steps": 500, "floor_samples": 2, "max_episode_steps": 300, "context": 4,
         "d_model": 48, "layers": 2, "lr": 2e-3, "batch_size": 32, "wm_steps": 250, "val_every": 125,
@@ -257,7 +260,7 @@ def main() -> None:
         "eval_episodes": 6, "eval_steps": 300,
     }  # fmt: skip
     for key, value in size.items():
-        setattr(args, key, value)
+        setattr(args, key, value if overrides.get(key) is None else overrides[key])
     torch.set_num_threads(max(1, torch.get_num_threads()))
     results = {game: run_game(game, args) for game in args.games}
     rows, targets = summarise(results, args.horizon)
