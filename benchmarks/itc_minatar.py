@@ -139,12 +139,17 @@ def rollout_figures(model: TokenWorldModel, data: dict[str, Any], itc: ITCDecode
     start, truth = frames[:, : args.context], frames[:, args.context :]
     objects = list(range(1, data["book"].size))
     out: dict[str, Any] = {"starts": len(frames)}
+    first: dict[str, torch.Tensor] = {}
     for name in DECODER_NAMES:
         preds = rollout(model, start, actions, args.horizon, name, itc=itc,
                         generator=torch.Generator().manual_seed(args.seed + 17))  # fmt: skip
+        first[name] = preds[:, 0]
         figures = rollout_consistency(preds, truth, data["book"].size, objects)
         out[name] = {key: [float(v) for v in value] for key, value in figures.items()}
         out[name]["object_motion"] = object_motion(torch.cat([start[:, -1:], preds], 1), objects)
+    # share of first imagined cells where ITC keeps the sample (same context, same Gumbel noise)
+    out["itc_equals_sample_h1"] = float((first["itc"] == first["sample"]).float().mean())
+    print(f"  ITC frame equals the sampled frame on {out['itc_equals_sample_h1']:.4f} of cells at h1", flush=True)
     out["truth"] = {"object_motion": object_motion(torch.cat([start[:, -1:], truth], 1), objects)}
     return out
 
