@@ -34,6 +34,7 @@ from lightning_icml26.algorithms.fairness import (
     check_criterion,
     fairness_frontier,
 )
+from lightning_icml26.algorithms.imagination import ImaginationConfig, TokenPolicy, imagine, train_in_imagination
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
 from lightning_icml26.algorithms.novelty import (
     CalibratedSeenDetector,
@@ -47,6 +48,10 @@ from lightning_icml26.algorithms.novelty import (
 )
 
 __all__ = [
+    "ImaginationConfig",
+    "TokenPolicy",
+    "imagine",
+    "train_in_imagination",
     "MemoryPenalty",
     "NoveltyReward",
     "evaluate_with_judge",

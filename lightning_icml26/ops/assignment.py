@@ -13,7 +13,7 @@ Per imagined frame with ``L`` cell tokens (Kim et al., ICML 2026; docs/itc.md):
        C[g, j] = -p_j[y_j] if g == j else forbidden         (generate the sampled token)
        C[g, t] = 0
 
-   with ``d_ij`` the squared grid distance.
+   with ``d_ij`` the squared grid distance (set to 0 for ``d_ij <= 1.1`` with ``zero_neighbor_distance``).
 3. **Assignment.** Sinkhorn (the project's log-domain one, or POT) then greedy one-to-one rounding over the
    position columns (trash columns dropped), or an exact Hungarian assignment (scipy).
 4. **Decode.** ``next_j = c_src(j)`` when ``j`` is assigned a current token, copying is allowed at ``j``
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 SOLVERS = ("sinkhorn", "pot", "hungarian")
+_NEIGHBOR_DISTANCE = 1.1  # squared distances at or below it are "same cell or direct neighbour"
 
 
 def grid_coordinates(height: int, width: int, device: torch.device | None = None) -> torch.Tensor:
@@ -74,6 +75,7 @@ def build_itc_cost(
     alpha: float,
     trash_cost: float,
     distance_cutoff: float,
+    zero_neighbor_distance: bool = False,
 ) -> torch.Tensor:
     """The ``(B, 2L, 2L)`` copy-or-generate cost matrix of ITC (see the module docstring).
 
@@ -85,6 +87,9 @@ def build_itc_cost(
         alpha: move-cost coefficient (per squared cell distance), non-negative.
         trash_cost: copy bonus ``tau`` subtracted from every copy cost.
         distance_cutoff: copies with squared distance above it are forbidden (``+inf``).
+        zero_neighbor_distance: the official ``use_zero_neighbor_distance`` option: a copy to the same cell or
+            to one of its four direct neighbours (squared distance <= 1.1) pays no move cost; allowed longer
+            moves keep ``alpha * d_ij``. Default off.
 
     Returns:
         ``(B, 2L, 2L)`` float cost; rows current tokens then generators, columns positions then trash.
@@ -100,7 +105,8 @@ def build_itc_cost(
     dist = torch.cdist(coords.to(probs.dtype), coords.to(probs.dtype)).pow(2)  # (L_i, L_j)
     # p_j[c_i]: probs (B, L_j, V) -> (B, V, L_j), gather token c_i along V for every row i
     copy_prob = probs.transpose(1, 2).gather(1, prev_tokens.unsqueeze(-1).expand(batch, length, length))
-    copy = alpha * dist.unsqueeze(0) - copy_prob - trash_cost
+    moved = dist.masked_fill(dist <= _NEIGHBOR_DISTANCE, 0.0) if zero_neighbor_distance else dist
+    copy = alpha * moved.unsqueeze(0) - copy_prob - trash_cost
     copy = copy.masked_fill((dist > distance_cutoff).unsqueeze(0), float("inf"))
     gen_prob = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)  # (B, L_j)
     generate = torch.full((batch, length, length), float("inf"), dtype=probs.dtype, device=probs.device)

@@ -46,6 +46,8 @@ class ITCDecoder:
         temperature: sampling temperature of the logits.
         perturbed_probs: use the softmax of the Gumbel-perturbed logits as ``p_j`` (official code) rather than
             the plain softmax.
+        use_zero_neighbor_distance: the official option of that name: copies to the same cell or a direct
+            neighbour (squared distance <= 1.1) pay no move cost ``alpha * d_ij``. Default off.
 
     Example:
         >>> decoder = ITCDecoder()
@@ -63,6 +65,7 @@ class ITCDecoder:
     num_iters: int = 100
     temperature: float = 1.0
     perturbed_probs: bool = True
+    use_zero_neighbor_distance: bool = False
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -75,6 +78,8 @@ class ITCDecoder:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
         if not self.reg > 0:
             raise ValueError(f"reg must be positive, got {self.reg}")
+        if not isinstance(self.use_zero_neighbor_distance, bool):
+            raise TypeError(f"use_zero_neighbor_distance must be a bool, got {self.use_zero_neighbor_distance!r}")
 
     def assign(
         self,
@@ -135,6 +140,7 @@ class ITCDecoder:
             alpha=self.alpha,
             trash_cost=self.trash_cost,
             distance_cutoff=self.distance_cutoff,
+            zero_neighbor_distance=self.use_zero_neighbor_distance,
         )
         source = solve_assignment(
             cost,

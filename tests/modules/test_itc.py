@@ -270,3 +270,49 @@ def test_lazy_imports() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "False"
+
+
+def test_zero_neighbor_distance_hand_computed() -> None:
+    # a 1 x 3 strip: squared distances 0 (stay), 1 (neighbour) and 4 (two cells); alpha = 0.5, tau = 0.1
+    probs = torch.tensor([[[0.7, 0.3], [0.2, 0.8], [0.6, 0.4]]])  # p_j over 2 tokens at positions j = 0, 1, 2
+    prev = torch.tensor([[1, 0, 0]])
+    sampled = torch.tensor([[0, 1, 0]])
+    coords = grid_coordinates(1, 3)
+    off = build_itc_cost(probs, prev, sampled, coords, alpha=0.5, trash_cost=0.1, distance_cutoff=4.1)
+    on = build_itc_cost(
+        probs, prev, sampled, coords, alpha=0.5, trash_cost=0.1, distance_cutoff=4.1, zero_neighbor_distance=True
+    )
+    # row i = 0 holds token 1: p_j[1] = 0.3, 0.8, 0.4 at j = 0, 1, 2
+    assert on[0, 0, :3].tolist() == pytest.approx([-0.3 - 0.1, -0.8 - 0.1, 0.5 * 4 - 0.4 - 0.1])
+    assert off[0, 0, :3].tolist() == pytest.approx([-0.3 - 0.1, 0.5 * 1 - 0.8 - 0.1, 0.5 * 4 - 0.4 - 0.1])
+    # row i = 1 holds token 0: p_j[0] = 0.7, 0.2, 0.6; both neighbours are free with the option
+    assert on[0, 1, :3].tolist() == pytest.approx([-0.7 - 0.1, -0.2 - 0.1, -0.6 - 0.1])
+    # only the copy block changes; a cutoff below 1 still forbids the neighbours
+    assert torch.equal(on[0, 3:], off[0, 3:])
+    assert torch.equal(on[0, :3, 3:], off[0, :3, 3:])
+    tight = build_itc_cost(
+        probs, prev, sampled, coords, alpha=0.5, trash_cost=0.1, distance_cutoff=0.5, zero_neighbor_distance=True
+    )
+    assert torch.isinf(tight[0, 0, 1])
+    assert torch.isinf(tight[0, 1, 0])
+
+
+def test_zero_neighbor_distance_decoder_flag() -> None:
+    prev = torch.zeros(1, 3, 3, dtype=torch.long)
+    prev[0, 1, 1] = 2
+    gumbel = torch.zeros(1, 3, 3, 3)
+    logits = torch.zeros(1, 3, 3, 3)
+    logits[..., 0] = 3.0
+    logits[0, 1, 2, 2] = 2.9  # the object probably moves one cell right
+    logits[0, 1, 1, 2] = 2.9
+    decoder = ITCDecoder(alpha=1.0, trash_cost=0.05, solver="hungarian")
+    flagged = ITCDecoder(alpha=1.0, trash_cost=0.05, solver="hungarian", use_zero_neighbor_distance=True)
+    cost_off = decoder.assign(logits, prev, gumbel=gumbel)["cost"]
+    cost_on = flagged.assign(logits, prev, gumbel=gumbel)["cost"]
+    dist = torch.cdist(grid_coordinates(3, 3), grid_coordinates(3, 3)).pow(2)
+    allowed = dist <= 4.1
+    assert torch.equal(torch.isinf(cost_on[0, :9, :9]), ~allowed)  # the cutoff is unchanged
+    diff = (cost_off - cost_on)[0, :9, :9][allowed]
+    assert torch.allclose(diff, (dist[allowed] == 1).float())  # alpha * 1 saved exactly on the 4 neighbours
+    with pytest.raises(TypeError, match="use_zero_neighbor_distance"):
+        ITCDecoder(use_zero_neighbor_distance="yes")  # type: ignore[arg-type]

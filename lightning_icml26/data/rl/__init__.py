@@ -1,7 +1,9 @@
-"""Reinforcement-learning data: rated trajectory segments, their DataModule, and gymnasium helpers.
+"""Reinforcement-learning data: rated trajectory segments, MinAtar token trajectories, gymnasium helpers.
 
-Importing this package imports torch and lightning only. The gymnasium pieces (:func:`collect_segments`,
-:func:`segments_from_transitions`, :class:`RewardReplacementWrapper`) live in
+Importing this package imports torch and lightning only (the MinAtar collector in
+:mod:`lightning_icml26.data.rl.minatar` imports ``minatar`` at call time through ``require``).
+The gymnasium pieces (:func:`collect_segments`, :func:`segments_from_transitions`,
+:class:`RewardReplacementWrapper`) live in
 :mod:`lightning_icml26.data.rl.envs` and are loaded on first access, because ``gymnasium`` is an optional
 dependency (the ``rl`` extra) and :class:`RewardReplacementWrapper` subclasses ``gymnasium.Wrapper``.
 """
@@ -12,6 +14,14 @@ import importlib
 from typing import Any
 
 from lightning_icml26._optional import require
+from lightning_icml26.data.rl.minatar import (
+    GAMES,
+    MinAtarEpisodes,
+    PatchCodebook,
+    collect_minatar,
+    noise_floor,
+    patch_keys,
+)
 from lightning_icml26.data.rl.ratings import (
     LOSSES,
     RatingDataModule,
@@ -30,7 +40,13 @@ _LAZY = {
 }
 
 __all__ = [
+    "GAMES",
     "LOSSES",
+    "MinAtarEpisodes",
+    "PatchCodebook",
+    "collect_minatar",
+    "noise_floor",
+    "patch_keys",
     "RatingDataModule",
     "Segments",
     "check_ratings",
