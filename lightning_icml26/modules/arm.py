@@ -1,9 +1,10 @@
 """``ARMDecoder``: a small byte-level decoder whose attention kind is a config switch (ARM comparison).
 
-Everything but the attention is shared: token embedding plus a token-shift (each position also sees the
-previous token's embedding through a linear map, so one attention layer can do associative recall without
-positional encodings), pre-norm blocks with a GELU MLP, tied nothing. No positional encoding is used, so the
-same weights decode at any length.
+Everything but the attention is shared: token embedding plus an optional token shift (``token_shift=True``,
+the default: each position also sees the previous token's embedding through a learned linear map, the same for
+every attention kind, so one attention layer can do associative recall without positional encodings: a value
+token's key carries the preceding key token), pre-norm blocks with a GELU MLP, tied nothing. No positional
+encoding is used, so the same weights decode at any length.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class ARMDecoder(pl.LightningModule):
         aux_weight: weight of the attention modules' auxiliary losses (ARM's read cost and load balance).
         ignore_index: label value that is not scored.
         seed: seed of the Gumbel noise generator (saved in checkpoints, so a resumed run draws the same noise).
+        token_shift: add ``W_s e(x_{t-1})`` (zero vector at ``t = 0``) to each token embedding ``e(x_t)``
+            before the first block. Without it a one-layer model has no previous-token mechanism and cannot
+            learn associative recall; ``False`` is for ablations.
 
     Example:
         >>> model = ARMDecoder(d_model=32, num_layers=1, num_heads=2, budget=16, attention_kwargs={"num_clusters": 4})
@@ -105,6 +109,7 @@ class ARMDecoder(pl.LightningModule):
         aux_weight: float = 1.0,
         ignore_index: int = -100,
         seed: int = 0,
+        token_shift: bool = True,
     ) -> None:
         super().__init__()
         if attention not in KV_ATTENTION_KINDS:
@@ -114,7 +119,9 @@ class ARMDecoder(pl.LightningModule):
         self.save_hyperparameters(ignore=["optimizer"])
         kwargs = dict(attention_kwargs or {})
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.shift = nn.Linear(d_model, d_model, bias=False)
+        if not isinstance(token_shift, bool):
+            raise TypeError(f"token_shift must be a bool, got {token_shift!r}")
+        self.shift = nn.Linear(d_model, d_model, bias=False) if token_shift else None
         self.blocks = nn.ModuleList(
             _Block(
                 d_model,
@@ -140,6 +147,8 @@ class ARMDecoder(pl.LightningModule):
 
     def _embed(self, ids: Tensor, prev: Tensor | None = None) -> Tensor:
         e = self.embed(ids)
+        if self.shift is None:
+            return e
         before = F.pad(e[:, :-1], (0, 0, 1, 0)) if prev is None else prev.unsqueeze(1)
         return e + self.shift(before)
 

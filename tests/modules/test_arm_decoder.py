@@ -86,3 +86,47 @@ def test_bad_attention_kind() -> None:
         ARMDecoder(attention="linear")
     with pytest.raises(ValueError, match="divisible"):
         ARMDecoder(d_model=10, num_heads=4)
+
+
+@pytest.mark.parametrize("shift", [True, False])
+def test_token_shift_equals_a_hand_computation(shift: bool) -> None:
+    torch.manual_seed(0)
+    model = ARMDecoder(d_model=8, num_layers=1, num_heads=2, attention="full", budget=8, token_shift=shift).double()
+    ids = torch.randint(0, 256, (2, 6))
+    seen: list[torch.Tensor] = []
+    model.blocks[0].register_forward_pre_hook(lambda _m, args: seen.append(args[0]))
+    model(ids)
+    emb = model.embed.weight[ids]
+    expected = emb.clone()
+    if model.shift is not None:
+        for t in range(1, ids.shape[1]):
+            expected[:, t] += emb[:, t - 1] @ model.shift.weight.T
+    assert (model.shift is not None) == shift
+    torch.testing.assert_close(seen[0], expected)
+
+
+@pytest.mark.parametrize("kind", ["full", "arm"])
+def test_decode_equals_parallel_without_token_shift(kind: str) -> None:
+    torch.manual_seed(0)
+    model = ARMDecoder(
+        d_model=16,
+        num_layers=2,
+        num_heads=2,
+        attention=kind,
+        budget=8,
+        attention_kwargs=_KW.get(kind),
+        token_shift=False,
+    )
+    model = model.double().eval()
+    ids = torch.randint(0, 256, (2, 14))
+    logits, state = model.prefill(ids[:, :5])
+    outs = [logits]
+    for t in range(5, 14):
+        step, state = model.step(ids[:, t], state)
+        outs.append(step.unsqueeze(1))
+    torch.testing.assert_close(torch.cat(outs, dim=1), model(ids))
+
+
+def test_token_shift_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="token_shift"):
+        ARMDecoder(token_shift=1)  # type: ignore[arg-type]
