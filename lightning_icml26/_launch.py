@@ -23,7 +23,6 @@ decided before Hydra starts (:func:`~lightning_icml26._catalog.resolve_run_dir`)
 
 from __future__ import annotations
 
-import faulthandler
 import os
 import sys
 import traceback
@@ -33,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-import torch.distributed as dist
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -44,41 +42,15 @@ from omegaconf.errors import OmegaConfBaseException
 from lightning_icml26 import _recipes
 from lightning_icml26._catalog import CONFIG_MODULE, global_rank, resolve_run_dir
 from lightning_icml26._dry_run import rehearse
+from lightning_icml26.distributed.teardown import EXIT_WATCHDOG_SECONDS, end_process_group
 
 __all__ = ["EXIT_WATCHDOG_SECONDS", "Launch", "end_process_group", "launch", "resume_overrides", "run_command"]
 
-#: Seconds a process may spend after training before it is considered hung at exit; it then prints every
-#: thread's stack (``faulthandler``) and exits non-zero instead of hanging silently.
-EXIT_WATCHDOG_SECONDS = 120.0
 # ICML26_DEBUG=1 (or ``icml26 --traceback``) prints the full traceback of a failed run before its error line.
 DEBUG_ENV = "ICML26_DEBUG"
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT, the shell's convention).
 EXIT_INTERRUPTED = 130
-
-
-def end_process_group(watchdog_seconds: float = EXIT_WATCHDOG_SECONDS) -> None:
-    """End a distributed run cleanly: a barrier, then ``destroy_process_group()``.
-
-    Without this, a rank whose peers already left can linger in a collective or in the store's
-    shutdown, and a ``torchrun`` job does not exit after training ends. A watchdog armed first turns a
-    hang here into a stack dump and a non-zero exit.
-
-    Args:
-        watchdog_seconds: seconds before a hung teardown dumps the stacks and exits (``<= 0`` disables).
-
-    Example:
-        >>> end_process_group()  # no process group: nothing to do
-    """
-    if not (dist.is_available() and dist.is_initialized()):
-        return
-    if watchdog_seconds > 0:
-        faulthandler.dump_traceback_later(watchdog_seconds, exit=True)
-    try:
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
-        faulthandler.cancel_dump_traceback_later()
 
 
 @dataclass

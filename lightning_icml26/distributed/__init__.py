@@ -21,9 +21,12 @@ from lightning_icml26.distributed.sharding import (
     shard_positions,
     shard_sequence,
 )
+from lightning_icml26.distributed.teardown import EXIT_WATCHDOG_SECONDS, end_process_group
 
 __all__: list[str] = [
     "all_reduce_mean",
+    "end_process_group",
+    "EXIT_WATCHDOG_SECONDS",
     "all_to_all_head_to_seq",
     "all_to_all_seq_to_head",
     "as_context_parallel_group",

@@ -35,7 +35,7 @@ from lightning.fabric.plugins.collectives.torch_collective import default_pg_tim
 from lightning.fabric.utilities.init import _materialize_distributed_module
 from lightning.fabric.utilities.optimizer import _optimizers_to_device
 from lightning.pytorch.strategies import ModelParallelStrategy, StrategyRegistry
-from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
+from lightning.pytorch.strategies.launchers import _SubprocessScriptLauncher
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor, nn
 from torch.distributed.device_mesh import init_device_mesh
@@ -51,6 +51,7 @@ from lightning_icml26.distributed import (
 )
 from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES, route_attention
 from lightning_icml26.strategies._fsdp import FullStateCheckpoints, average_over_context, shard_data_parallel
+from lightning_icml26.strategies._launcher import CleanExitMultiProcessingLauncher
 
 if TYPE_CHECKING:
     import lightning.pytorch as pl
@@ -231,7 +232,7 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
                     f"start_method={self.start_method!r} launches processes on one machine only, got"
                     f" num_nodes={self.num_nodes}; launch multi-node runs with torchrun or srun"
                 )
-            self._launcher = _MultiProcessingLauncher(self, start_method=self.start_method)  # type: ignore[arg-type]
+            self._launcher = CleanExitMultiProcessingLauncher(self, start_method=self.start_method)  # type: ignore[arg-type]
 
     def _check_backend(self) -> None:
         device_type = self.parallel_devices[0].type if self.parallel_devices else "cpu"
