@@ -37,6 +37,7 @@ Choices and deviations (this project's, stated so that a reader can weigh the fi
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 import time
@@ -200,6 +201,12 @@ def train_seed(args: Any, seed: int) -> dict[str, Any]:
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation; ``nan`` when a value is not finite (an unmeasured point).
+
+    Python 3.11's ``statistics.stdev`` raises on ``nan`` / ``inf`` instead of returning ``nan``.
+    """
+    if not all(math.isfinite(v) for v in values):
+        return float("nan"), float("nan")
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 

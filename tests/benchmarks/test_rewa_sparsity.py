@@ -135,3 +135,18 @@ def test_summarise_takes_per_seed_ratios_and_test_drops() -> None:
     assert s["cr_over_l1_sd"] == pytest.approx(np.std([3.0, 2.0], ddof=1))
     assert s["test_drop_mean"] == pytest.approx(2.5)
     assert bench.build_targets(out)["rewa_cr_over_l1"] == {"value": 2.5, "target": ">= 2", "met": True}
+
+
+def test_summarise_marks_an_unmeasured_point_nan_instead_of_failing() -> None:
+    def seed(l1: float) -> dict:
+        chosen = {
+            f"{m}@{d * 100:g}": {"compression_ratio": 10.0 if m != "dense" else l1, "test_accuracy": 0.9}
+            for m in ("ReWA", "L1", "L1 prox", "L1 sub", "GMP", "dense")
+            for d in bench.DROPS
+        }
+        return {"dense_test_accuracy": 0.9, "chosen": chosen}
+
+    out = bench.summarise([seed(float("nan")), seed(2.0), seed(3.0)])
+    assert math.isnan(out["summary"]["dense@3.5"]["cr_mean"])
+    assert math.isnan(out["summary"]["dense@3.5"]["cr_sd"])
+    assert out["summary"]["ReWA@3.5"]["cr_over_l1_sd"] == 0.0
