@@ -116,12 +116,15 @@ def reference_epochs(kind: str, opt: str, dps: list[int], batches: int = 2) -> d
     optimizer = W.optimizer_factory(opt)(net.parameters())
     dm = W.datamodule()
     dm.setup("fit")
+    data: Any = dm.train_set
     losses = []
     for epoch, dp in enumerate(dps):
-        samplers = [DistributedSampler(dm.train_set, num_replicas=dp, rank=r, shuffle=True, seed=0) for r in range(dp)]
+        samplers: list[DistributedSampler] = [
+            DistributedSampler(data, num_replicas=dp, rank=r, shuffle=True, seed=0) for r in range(dp)
+        ]
         for sampler in samplers:
             sampler.set_epoch(epoch)
-        loaders = [DataLoader(dm.train_set, batch_size=W.BATCH, sampler=s, drop_last=True) for s in samplers]
+        loaders = [DataLoader(data, batch_size=W.BATCH, sampler=s, drop_last=True) for s in samplers]
         for step, parts in enumerate(zip(*loaders, strict=True)):
             if step == batches:
                 break

@@ -70,11 +70,12 @@ def _assert_matches(per_rank: list[dict[str, Any]], ref: dict[str, Any]) -> None
 # ---------------------------------------------------------------------------------------- activation checkpointing
 def test_checkpoint_blocks_finds_blocks_and_refuses_a_model_without_them() -> None:
     net = W.build_net("tiny")
+    blocks: Any = net.blocks
     assert checkpoint_blocks(net) == 2
-    assert all(isinstance(b.__dict__["forward"], CheckpointedForward) for b in net.blocks)
-    first = net.blocks[0].__dict__["forward"]
+    assert all(isinstance(b.__dict__["forward"], CheckpointedForward) for b in blocks)
+    first = blocks[0].__dict__["forward"]
     assert checkpoint_blocks(net) == 2
-    assert net.blocks[0].__dict__["forward"] is first
+    assert blocks[0].__dict__["forward"] is first
     assert list(net.state_dict()) == list(W.build_net("tiny").state_dict())  # keys unchanged
     with pytest.raises(ValueError, match="activation_checkpointing=True needs the transformer blocks"):
         checkpoint_blocks(W.build_net("no_block_list"))
