@@ -178,3 +178,31 @@ def test_four_ranks_dp2_cp2_sharded_match_single_process() -> None:
     first = next(iter(ref["state"]))
     assert not torch.equal(ref["state"][first], W.build_net("tiny").state_dict()[first])  # the weights moved
     _assert_matches(per_rank, ref)
+
+
+# ---------------------------------------------------------------------------------------- spawned ranks
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_sharded_training_on_spawned_ranks_hands_the_full_weights_back(tmp_path: Path) -> None:
+    # Lightning's spawn launcher sends rank 0's weights to the main process; with FSDP2 they are DTensor shards
+    # unless the launcher gathers them (it does): the main process's module must hold the trained weights.
+    module = W.CausalLMModule(W.build_net("tiny"), optimizer=W.optimizer_factory("sgd"))
+    strategy = UPipeStrategy(start_method="spawn", shard_parameters=True, activation_checkpointing=True)
+    trainer = W.Trainer(
+        accelerator="cpu",
+        devices=2,
+        strategy=strategy,
+        max_steps=STEPS,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(tmp_path),
+    )
+    trainer.fit(module, datamodule=W.datamodule())
+    ref = W.reference_fit("tiny", STEPS)
+    state = module.net.state_dict()
+    for name, value in ref["state"].items():
+        torch.testing.assert_close(state[name], value, atol=ATOL, rtol=0, msg=name)
