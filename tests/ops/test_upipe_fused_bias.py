@@ -118,3 +118,28 @@ def test_none_biases_equal_no_bias() -> None:
     plain = upipe_attention(x, w_q, w_kv, w_kv, num_heads=2, num_kv_heads=1)
     none = upipe_attention(x, w_q, w_kv, w_kv, num_heads=2, num_kv_heads=1, bias=(None, None, None))
     torch.testing.assert_close(none, plain, atol=0, rtol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 2e-3), (torch.bfloat16, 3e-2)])
+def test_fused_operator_with_biases_on_cuda_matches_the_reference(dtype: torch.dtype, tol: float) -> None:
+    h, g = 8, 2
+    t = _tensors(h, g)
+    ref = _reference(t, h, g)
+    p = {k: v.to(device="cuda", dtype=dtype).requires_grad_(True) for k, v in t.items() if k != "dout"}
+    out = upipe_attention(
+        p["x"],
+        p["w_q"],
+        p["w_k"],
+        p["w_v"],
+        num_heads=h,
+        num_kv_heads=g,
+        rotary=tuple(r.cuda() for r in rope_tables(torch.arange(S), D, dtype)),
+        stage_heads=2,
+        bias=(p["b_q"], p["b_k"], p["b_v"]),
+    )
+    out.backward(t["dout"].to(device="cuda", dtype=dtype))
+    pairs = [(out.detach(), ref["out"]), *((q.grad, ref[f"d{n}"]) for n, q in p.items())]
+    for got, want in pairs:
+        err = (got.double().cpu() - want).abs().max() / want.abs().max()
+        assert err <= tol
