@@ -31,6 +31,7 @@ ATOL = 1e-5
 def _runs(ckpt_dir: str) -> list[dict[str, Any]]:
     ac = {"attention": "upipe", "steps": STEPS, "activation_checkpointing": True}
     dcp = {"kind": "tiny", "attention": "upipe", "steps": -1, "opt": "adamw", "shard_parameters": True}
+    full = dict(dcp)
     dcp["save_distributed_checkpoint"] = True
     path = f"{ckpt_dir}/dcp"
     return [
@@ -41,6 +42,9 @@ def _runs(ckpt_dir: str) -> list[dict[str, Any]]:
         {**dcp, "epochs": 1, "context_parallel_size": 1, "ckpt_out": path, "tag": "dcp_first"},
         {**dcp, "epochs": 2, "context_parallel_size": 2, "ckpt_in": path, "tag": "dcp_dp1"},
         {**dcp, "epochs": 2, "context_parallel_size": 1, "ckpt_in": path, "tag": "dcp_dp2"},
+        # a full (single-file) checkpoint of a sharded run also resumes in the distributed-checkpoint mode
+        {**full, "epochs": 1, "context_parallel_size": 1, "ckpt_out": f"{ckpt_dir}/full.ckpt", "tag": "full_first"},
+        {**dcp, "epochs": 2, "context_parallel_size": 2, "ckpt_in": f"{ckpt_dir}/full.ckpt", "tag": "full_to_dcp"},
     ]
 
 
@@ -163,6 +167,18 @@ def test_distributed_checkpoint_resumes_on_another_data_parallel_size(scale_runs
     # the two continuations differ (another global batch), so the check above can tell them apart
     dp1, dp2 = (_global_losses(_result(scale_runs, tag)) for tag in ("dcp_dp1", "dcp_dp2"))
     assert dp1 != pytest.approx(dp2)
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_full_checkpoint_resumes_in_distributed_checkpoint_mode(scale_runs: Any) -> None:
+    assert Path(next(r["ckpt_out"] for r in scale_runs[0] if r["tag"] == "full_first")).is_file()
+    ref = S.reference_epochs("tiny", "adamw", [2, 1])
+    got = _global_losses(_result(scale_runs, "full_first")) + _global_losses(_result(scale_runs, "full_to_dcp"))
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(ref["losses"]), atol=ATOL, rtol=0)
+    for rank_result in _result(scale_runs, "full_to_dcp"):
+        for name, value in ref["state"].items():
+            torch.testing.assert_close(rank_result["state"][name], value, atol=ATOL, rtol=0, msg=name)
 
 
 # ---------------------------------------------------------------------------------------- 4 ranks
