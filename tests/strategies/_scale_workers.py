@@ -1,4 +1,4 @@
-"""Workers for the UPipe scale tests: activation checkpointing, distributed checkpoints, 4-rank mesh."""
+"""Workers for the UPipe scale tests: activation checkpointing (saved bytes) and the epoch-wise reference run."""
 
 from __future__ import annotations
 
@@ -15,18 +15,6 @@ from lightning_icml26.modules.causal_lm import CausalLMModule
 from lightning_icml26.ops import route_attention
 from lightning_icml26.strategies._blocks import checkpoint_blocks, transformer_blocks
 from tests.strategies import _upipe_workers as W
-
-
-def fits_worker(rank: int, world_size: int, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Several Trainer fits in the same spawned ranks; a ValueError is recorded (setup must fail everywhere)."""
-    results = []
-    for run in runs:
-        run = {k: v for k, v in run.items() if k != "tag"}
-        try:
-            results.append(W.fit(world_size=world_size, **run))
-        except ValueError as error:
-            results.append({"error": str(error)})
-    return results
 
 
 class SavedBytes:

@@ -37,6 +37,7 @@ def _runs(ckpt_dir: str) -> list[dict[str, Any]]:
     return [
         {**ac, "kind": "tiny", "tag": "ac_tiny"},
         {**ac, "kind": "llama", "shard_parameters": True, "tag": "ac_llama_fsdp"},
+        {**ac, "kind": "llama", "shard_parameters": True, "context_parallel_size": 1, "tag": "ac_llama_fsdp_dp2"},
         {**ac, "kind": "no_block_list", "steps": 1, "tag": "ac_no_blocks"},
         # 2 epochs x 2 steps: the first at dp=2 x cp=1 (saved), then resumed at dp=1 x cp=2 and at dp=2 x cp=1
         {**dcp, "epochs": 1, "context_parallel_size": 1, "ckpt_out": path, "tag": "dcp_first"},
@@ -51,7 +52,7 @@ def _runs(ckpt_dir: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def scale_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
     runs = _runs(str(tmp_path_factory.mktemp("upipe_dcp")))
-    return runs, run_on_ranks(S.fits_worker, 2, runs, timeout=600)
+    return runs, run_on_ranks(W.equivalence_worker, 2, runs, timeout=600)
 
 
 def _result(scale_runs: Any, tag: str) -> list[dict[str, Any]]:
@@ -128,11 +129,12 @@ def test_activation_checkpointing_keeps_outputs_and_gradients_and_saves_less() -
 @pytest.mark.slow
 @requires_module("transformers")
 def test_activation_checkpointing_trains_like_single_process(scale_runs: Any) -> None:
-    for tag, kind in (("ac_tiny", "tiny"), ("ac_llama_fsdp", "llama")):
+    # (tag, model, data-parallel size): cp = 2 // dp; the llama runs shard their parameters with FSDP2
+    for tag, kind, dp in (("ac_tiny", "tiny", 1), ("ac_llama_fsdp", "llama", 1), ("ac_llama_fsdp_dp2", "llama", 2)):
         per_rank = _result(scale_runs, tag)
-        assert per_rank[0]["cp_size"] == 2
-        assert per_rank[0]["sharded"] == (tag == "ac_llama_fsdp")
-        _assert_matches(per_rank, W.reference_fit(kind, STEPS))
+        assert per_rank[0]["cp_size"] == 2 // dp
+        assert per_rank[0]["sharded"] == (kind == "llama")
+        _assert_matches(per_rank, W.reference_fit(kind, STEPS, dp=dp))
 
 
 @pytest.mark.distributed
@@ -187,7 +189,7 @@ def test_full_checkpoint_resumes_in_distributed_checkpoint_mode(scale_runs: Any)
 def test_four_ranks_dp2_cp2_sharded_match_single_process() -> None:
     runs = [{"kind": "tiny", "attention": "upipe", "steps": STEPS, "context_parallel_size": 2}]
     runs[0]["shard_parameters"] = True
-    results = run_on_ranks(S.fits_worker, 4, runs, timeout=600)
+    results = run_on_ranks(W.equivalence_worker, 4, runs, timeout=600)
     per_rank = [r[0] for r in results]
     assert per_rank[0]["cp_size"] == 2
     assert per_rank[0]["sharded"]
