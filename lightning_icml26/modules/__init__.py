@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from lightning_icml26.metrics.functional import support_f1
 from lightning_icml26.modules.arm import ARMDecoder, DecodeState
-from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
+from lightning_icml26.modules.causal_lm import (
+    CausalLMModule,
+    TinyCausalTransformer,
+    TinyDecoderBlock,
+    build_hf_causal_lm,
+)
 from lightning_icml26.modules.classifier import ClassifierModule
 from lightning_icml26.modules.complementarity import HumanAICombiner
 from lightning_icml26.modules.fedusd import (
@@ -59,6 +64,7 @@ __all__ = [
     "SparseRegressionModule",
     "support_f1",
     "TinyCausalTransformer",
+    "TinyDecoderBlock",
     "TokenWorldModel",
     "VQTokenizer",
 ]

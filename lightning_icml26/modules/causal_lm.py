@@ -175,27 +175,44 @@ class TinyCausalTransformer(nn.Module):
         self.embed = nn.Embedding(vocab_size, hidden_size)
         self.blocks = nn.ModuleList()
         for _ in range(num_layers):
-            block = nn.ModuleDict(
-                {
-                    "norm1": nn.RMSNorm(hidden_size),
-                    "attn": UPipeAttention(hidden_size, num_heads, num_kv_heads, rope_theta=rope_theta),
-                    "norm2": nn.RMSNorm(hidden_size),
-                    "mlp": nn.Sequential(
-                        nn.Linear(hidden_size, mlp_ratio * hidden_size),
-                        nn.SiLU(),
-                        nn.Linear(mlp_ratio * hidden_size, hidden_size),
-                    ),
-                }
-            )
-            self.blocks.append(block)
+            self.blocks.append(TinyDecoderBlock(hidden_size, num_heads, num_kv_heads, mlp_ratio, rope_theta))
         self.norm = nn.RMSNorm(hidden_size)
         self.head = nn.Linear(hidden_size, vocab_size, bias=False)
 
     def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``(batch, seq_local, vocab_size)``; ``position_ids`` are the global positions of the tokens."""
         h = self.embed(input_ids)
-        block: Any
         for block in self.blocks:
-            h = h + block["attn"](block["norm1"](h), position_ids=position_ids)
-            h = h + block["mlp"](block["norm2"](h))
+            h = block(h, position_ids=position_ids)
         return self.head(self.norm(h))
+
+
+class TinyDecoderBlock(nn.Module):
+    """One pre-norm block of :class:`TinyCausalTransformer`: RMSNorm, attention, RMSNorm, SiLU MLP, with residuals.
+
+    Example:
+        >>> block = TinyDecoderBlock(hidden_size=8, num_heads=2)
+        >>> block(torch.zeros(1, 3, 8)).shape
+        torch.Size([1, 3, 8])
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        num_kv_heads: int | None = None,
+        mlp_ratio: int = 4,
+        rope_theta: float = 10000.0,
+    ) -> None:
+        super().__init__()
+        self.norm1 = nn.RMSNorm(hidden_size)
+        self.attn = UPipeAttention(hidden_size, num_heads, num_kv_heads, rope_theta=rope_theta)
+        self.norm2 = nn.RMSNorm(hidden_size)
+        self.mlp = nn.Sequential(
+            nn.Linear(hidden_size, mlp_ratio * hidden_size), nn.SiLU(), nn.Linear(mlp_ratio * hidden_size, hidden_size)
+        )
+
+    def forward(self, h: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """``h`` plus the attention and MLP updates; ``position_ids`` are the global positions of the tokens."""
+        h = h + self.attn(self.norm1(h), position_ids=position_ids)
+        return h + self.mlp(self.norm2(h))

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch.distributed as dist
 from lightning.fabric.utilities.types import _PATH
-from lightning.pytorch.strategies import Strategy
+from lightning.pytorch.strategies import ModelParallelStrategy, Strategy
 from torch import nn
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
@@ -29,6 +29,8 @@ from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
 from torch.optim import Optimizer
 
+from lightning_icml26.strategies._blocks import transformer_blocks
+
 __all__: list[str] = []
 
 _FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
@@ -38,31 +40,13 @@ def _has_params(module: nn.Module) -> bool:
     return any(True for _ in module.parameters())
 
 
-def _units(block: nn.Module) -> list[nn.Module]:
-    """``block`` itself, or its parameter-holding children when it is a container without ``forward``."""
-    if type(block).forward is not nn.Module.forward:
-        return [block]
-    return [unit for child in block.children() if _has_params(child) for unit in _units(child)]
-
-
-def _blocks(module: nn.Module) -> list[nn.Module]:
-    """The sharding units inside the outermost ``nn.ModuleList`` entries below ``module``."""
-    found: list[nn.Module] = []
-    for child in module.children():
-        if isinstance(child, nn.ModuleList):
-            found += [unit for block in child if _has_params(block) for unit in _units(block)]
-        else:
-            found += _blocks(child)
-    return found
-
-
 def shard_data_parallel(module: nn.Module, mesh: DeviceMesh) -> int:
     """Apply ``fully_shard`` to the blocks and the parameter-holding children of ``module``; return the unit count."""
     units = 0
     for child in module.children():
         if not _has_params(child):
             continue
-        for block in _blocks(child):
+        for block in transformer_blocks(child):
             fully_shard(block, mesh=mesh)
             units += 1
         fully_shard(child, mesh=mesh)
@@ -83,24 +67,34 @@ def average_over_context(module: nn.Module, group: Any, size: int) -> None:
 
 
 class FullStateCheckpoints:
-    """Strategy mixin: checkpoints hold the full weights and optimizer state, gathered from FSDP2 shards.
+    """Strategy mixin: full checkpoints (one file, gathered from FSDP2 shards) or distributed ones.
 
-    With ``shard_parameters`` false the plain ``Strategy`` behaviour is used (replicated state); a full
-    checkpoint loads into any data-parallel size, sharded or not.
+    With ``_save_distributed_checkpoint`` false, a checkpoint holds the full weights and optimizer state (plain
+    ``Strategy`` behaviour when the parameters are replicated), written once by global rank zero; it loads into
+    any data-parallel size, sharded or not. With it true (sharded parameters only), Lightning's
+    ``ModelParallelStrategy`` format is used: a directory written with ``torch.distributed.checkpoint``, one
+    shard per data-parallel rank (context-parallel ranks hold the same shards; DCP writes each chunk once) plus
+    a ``meta.pt`` of the loop state; it is read back into whatever mesh the resuming run has, so the
+    data-parallel size may change, and a full checkpoint file loads too.
     """
 
     shard_parameters: bool
+    _save_distributed_checkpoint: bool
     model: Any
     optimizers: list[Optimizer]
 
     def lightning_module_state_dict(self) -> dict[str, Any]:
-        """The full model state (a collective when sharded)."""
+        """The full model state (a collective when sharded), or this rank's shards for a distributed checkpoint."""
+        if self._save_distributed_checkpoint:
+            return ModelParallelStrategy.lightning_module_state_dict(self)  # type: ignore[arg-type]
         if self.shard_parameters:
             return get_model_state_dict(self.model, options=_FULL)
         return Strategy.lightning_module_state_dict(self)  # type: ignore[arg-type]
 
     def load_model_state_dict(self, checkpoint: Mapping[str, Any], strict: bool = True) -> None:
-        """Load the full model state (every rank reads the checkpoint)."""
+        """Load the full model state (every rank reads the checkpoint); distributed: done in ``load_checkpoint``."""
+        if self._save_distributed_checkpoint:
+            return
         if self.shard_parameters:
             options = StateDictOptions(full_state_dict=True, strict=strict)
             set_model_state_dict(self.model, dict(checkpoint["state_dict"]), options=options)
@@ -108,13 +102,17 @@ class FullStateCheckpoints:
         Strategy.load_model_state_dict(self, checkpoint, strict=strict)  # type: ignore[arg-type]
 
     def optimizer_state(self, optimizer: Optimizer) -> dict[str, Any]:
-        """The full state of ``optimizer`` (a collective when sharded)."""
+        """The full state of ``optimizer`` (a collective when sharded), or this rank's shards."""
+        if self._save_distributed_checkpoint:
+            return ModelParallelStrategy.optimizer_state(self, optimizer)  # type: ignore[arg-type]
         if self.shard_parameters:
             return get_optimizer_state_dict(self.model, optimizer, options=_FULL)
         return Strategy.optimizer_state(self, optimizer)  # type: ignore[arg-type]
 
     def load_optimizer_state_dict(self, checkpoint: Mapping[str, Any]) -> None:
-        """Load the full optimizer states."""
+        """Load the full optimizer states; distributed: done in ``load_checkpoint``."""
+        if self._save_distributed_checkpoint:
+            return
         if self.shard_parameters:
             for optimizer, state in zip(self.optimizers, checkpoint["optimizer_states"], strict=True):
                 options = StateDictOptions(full_state_dict=True)
@@ -123,9 +121,14 @@ class FullStateCheckpoints:
         Strategy.load_optimizer_state_dict(self, checkpoint)  # type: ignore[arg-type]
 
     def save_checkpoint(self, checkpoint: dict[str, Any], filepath: _PATH, storage_options: Any | None = None) -> None:
-        """One file, written by global rank zero."""
+        """One file written by global rank zero, or a distributed checkpoint directory written by every rank."""
+        if self._save_distributed_checkpoint:
+            ModelParallelStrategy.save_checkpoint(self, checkpoint, filepath, storage_options)  # type: ignore[arg-type]
+            return
         Strategy.save_checkpoint(self, checkpoint, filepath, storage_options)  # type: ignore[arg-type]
 
     def load_checkpoint(self, checkpoint_path: _PATH, weights_only: bool | None = None) -> dict[str, Any]:
-        """Read the one file on every rank."""
+        """Read the one file on every rank; distributed: load the shards into the set-up model and optimizers."""
+        if self._save_distributed_checkpoint:
+            return ModelParallelStrategy.load_checkpoint(self, checkpoint_path, weights_only)  # type: ignore[arg-type]
         return Strategy.load_checkpoint(self, checkpoint_path, weights_only)  # type: ignore[arg-type]

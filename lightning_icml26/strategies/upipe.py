@@ -17,11 +17,15 @@
 * with ``shard_parameters=True`` the parameters are sharded with FSDP2 ``fully_shard`` on the
   ``"data_parallel"`` axis (one unit per transformer block, :mod:`lightning_icml26.strategies._fsdp`);
   gradients are reduce-scattered over that axis by FSDP and averaged over the context-parallel ranks;
+* with ``activation_checkpointing=True`` every transformer block recomputes its activations in backward
+  (:mod:`lightning_icml26.strategies._blocks`);
 * checkpoints hold the full weights and optimizer state (gathered from the shards when sharded), written
-  once by global rank zero.
+  once by global rank zero, or, with ``save_distributed_checkpoint=True``, one shard per rank in
+  ``torch.distributed.checkpoint`` format; both resume on another data-parallel size.
 
 Deviations from the paper's reference design (docs/upipe.md): parameters are replicated by default (one
-flat all-reduce of the gradients over the mesh); no tensor-parallel axis.
+flat all-reduce of the gradients over the mesh); no tensor-parallel axis; activation checkpointing is off by
+default.
 """
 
 from __future__ import annotations
@@ -49,7 +53,9 @@ from lightning_icml26.distributed import (
     shard_batch,
     token_share_scale,
 )
-from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES, route_attention
+from lightning_icml26.ops.attention.routing import route_attention
+from lightning_icml26.strategies._arguments import check_arguments
+from lightning_icml26.strategies._blocks import checkpoint_blocks
 from lightning_icml26.strategies._fsdp import FullStateCheckpoints, average_over_context, shard_data_parallel
 from lightning_icml26.strategies._launcher import CleanExitMultiProcessingLauncher
 
@@ -57,8 +63,6 @@ if TYPE_CHECKING:
     import lightning.pytorch as pl
 
 __all__ = ["UPipeStrategy"]
-_DEFAULT_LAYOUT = {"upipe": "contiguous", "ulysses": "contiguous", "ring": "headtail", "dense": "contiguous"}
-_START_METHODS = ("popen", "spawn", "fork", "forkserver")
 
 
 class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
@@ -93,11 +97,16 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
         timeout: process-group timeout: a rank left alone in a collective fails after it.
         shard_parameters: shard parameters, gradients and optimizer state over the data-parallel ranks with
             FSDP2 (``False``: replicate them).
+        activation_checkpointing: recompute each transformer block's activations in backward (non-reentrant
+            ``torch.utils.checkpoint``); the blocks are the entries of the model's ``nn.ModuleList``.
+        save_distributed_checkpoint: write checkpoints as a ``torch.distributed.checkpoint`` directory of
+            shards (needs ``shard_parameters=True``) instead of one full file.
 
     Raises:
         ValueError: for an argument out of range (named in the message); at ``Trainer`` construction for a
             world size not divisible by the mesh or a backend that does not fit the accelerator; at setup
-            for head counts the attention cannot split or a model with no attention to route.
+            for head counts the attention cannot split, a model with no attention to route, or (with
+            ``activation_checkpointing``) no ``nn.ModuleList`` of blocks.
 
     Example:
         >>> strategy = UPipeStrategy(context_parallel_size=2, attention="ulysses")
@@ -125,39 +134,30 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
         process_group_backend: str | None = None,
         timeout: timedelta | None = default_pg_timeout,
         shard_parameters: bool = False,
+        activation_checkpointing: bool = False,
+        save_distributed_checkpoint: bool = False,
     ) -> None:
         super().__init__(
             data_parallel_size=1,
             tensor_parallel_size=1,
-            save_distributed_checkpoint=False,
+            save_distributed_checkpoint=save_distributed_checkpoint,
             process_group_backend=process_group_backend,
             timeout=timeout,
         )
-        if attention not in ATTENTION_CHOICES:
-            raise ValueError(f"attention={attention!r} is not supported; choose one of {ATTENTION_CHOICES}")
-        for name, size in (
-            ("context_parallel_size", context_parallel_size),
-            ("data_parallel_size", data_parallel_size),
-        ):
-            if size != "auto" and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-                raise ValueError(f"{name} must be 'auto' or a positive int, got {size!r}")
-        if stage_heads is not None and (not isinstance(stage_heads, int) or stage_heads < 1):
-            raise ValueError(f"stage_heads must be None or a positive int, got {stage_heads!r}")
-        if stage_heads is not None and attention != "upipe":
-            raise ValueError(f"stage_heads={stage_heads} only applies to attention='upipe', got {attention!r}")
-        layout = layout if layout is not None else _DEFAULT_LAYOUT[attention]
-        if layout not in ("contiguous", "headtail"):
-            raise ValueError(f"layout={layout!r} is not supported; choose 'contiguous' or 'headtail'")
-        if isinstance(shard_keys, str | int) or not shard_keys:
-            raise ValueError(f"shard_keys must be a non-empty sequence of keys, got {shard_keys!r}")
-        if "attention_mask" in shard_keys:
-            raise ValueError("shard_keys must not hold 'attention_mask': only causal attention is supported")
-        if start_method not in _START_METHODS:
-            raise ValueError(f"start_method={start_method!r} is not supported; choose one of {_START_METHODS}")
-        if process_group_backend not in (None, "gloo", "nccl"):
-            raise ValueError(f"process_group_backend must be None, 'gloo' or 'nccl', got {process_group_backend!r}")
-        if not isinstance(shard_parameters, bool):
-            raise ValueError(f"shard_parameters must be True or False, got {shard_parameters!r}")
+        layout = check_arguments(
+            attention=attention,
+            context_parallel_size=context_parallel_size,
+            data_parallel_size=data_parallel_size,
+            stage_heads=stage_heads,
+            layout=layout,
+            shard_keys=shard_keys,
+            start_method=start_method,
+            process_group_backend=process_group_backend,
+            shard_parameters=shard_parameters,
+            activation_checkpointing=activation_checkpointing,
+            save_distributed_checkpoint=save_distributed_checkpoint,
+        )
+        self.activation_checkpointing = activation_checkpointing
         self.shard_parameters = shard_parameters
         self._cp_size_arg = context_parallel_size
         self._dp_size_arg = data_parallel_size
@@ -270,6 +270,8 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
             stage_heads=self.stage_heads,
             layout=self.layout,
         )
+        if self.activation_checkpointing:
+            checkpoint_blocks(self.model)
         _materialize_distributed_module(self.model, self.root_device)
         self.model = self.precision_plugin.convert_module(self.model)
         self.model_to_device()
@@ -353,16 +355,16 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
 
         return super().optimizer_step(optimizer, closure_then_reduce, model, **kwargs)
 
-    # ------------------------------------------------------------------ checkpoints: full, replicated, rank 0
+    # ------------------------------------------------------------------ checkpoints (_fsdp.FullStateCheckpoints)
     @property
     @override
     def restore_checkpoint_after_setup(self) -> bool:
-        return False
+        return self._save_distributed_checkpoint  # shards load into the sharded model and its optimizers
 
     @property
     @override
     def lightning_restore_optimizer(self) -> bool:
-        return True
+        return not self._save_distributed_checkpoint  # distributed: loaded with the shards in load_checkpoint
 
     @classmethod
     def register_strategies(cls, strategy_registry: Any = None) -> None:

@@ -100,7 +100,8 @@ def test_upipe_attention_on_cuda_matches_cpu() -> None:
     dout = torch.randn(2, 64, 8, 32, generator=gen, dtype=torch.float64)
     results = []
     for device, dtype in (("cpu", torch.float64), ("cuda", torch.bfloat16)):
-        leaves = [t.to(device=device, dtype=dtype).requires_grad_(True) for t in (x, *ws)]
+        # a fresh leaf per run: ``.to`` returns the fp64 CPU tensor itself, which must not start requiring grad
+        leaves = [t.to(device=device, dtype=dtype).clone().requires_grad_(True) for t in (x, *ws)]
         out = upipe_attention(*leaves, num_heads=8, num_kv_heads=2, stage_heads=2)
         out.backward(dout.to(device=device, dtype=dtype))
         results.append([out.detach().double().cpu()] + [t.grad.double().cpu() for t in leaves])  # type: ignore[union-attr]

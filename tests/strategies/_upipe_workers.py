@@ -15,7 +15,12 @@ from torch.distributed.tensor import DTensor
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from lightning_icml26.data.text import StdlibTextDataModule
-from lightning_icml26.modules.causal_lm import CausalLMModule, TinyCausalTransformer, build_hf_causal_lm
+from lightning_icml26.modules.causal_lm import (
+    CausalLMModule,
+    TinyCausalTransformer,
+    TinyDecoderBlock,
+    build_hf_causal_lm,
+)
 from lightning_icml26.strategies import UPipeStrategy
 
 SEQ_LEN = 32
@@ -45,6 +50,9 @@ def build_net(kind: str, seed: int = 0) -> torch.nn.Module:
         return TinyCausalTransformer(**TINY)
     if kind == "llama":
         return build_hf_causal_lm("llama", attn_implementation="sdpa", seed=seed, **LLAMA)
+    if kind == "no_block_list":
+        torch.manual_seed(seed)
+        return NoBlockList()
     raise ValueError(kind)
 
 
@@ -52,6 +60,19 @@ def optimizer_factory(name: str) -> Any:
     if name == "sgd":
         return functools.partial(torch.optim.SGD, lr=0.5, momentum=0.9)
     return functools.partial(torch.optim.AdamW, lr=3e-3, weight_decay=0.01)
+
+
+class NoBlockList(torch.nn.Module):
+    """Attention the strategy can route, but no ``nn.ModuleList`` of blocks (activation checkpointing refuses it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(256, 16)
+        self.block = TinyDecoderBlock(16, num_heads=2)
+        self.head = torch.nn.Linear(16, 256)
+
+    def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        return self.head(self.block(self.embed(input_ids), position_ids=position_ids))
 
 
 class MaskedLabels(Dataset):

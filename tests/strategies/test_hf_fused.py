@@ -1,8 +1,9 @@
-"""The transformers (HF Llama) path runs the fused, head-chunked UPipe operator.
+"""The transformers (HF Llama, Qwen2) path runs the fused, head-chunked UPipe operator.
 
-On two gloo ranks, one Llama attention layer routed with ``upipe`` must (a) equal an independent fp64
-reference (explicit softmax attention with complex-number rotary embedding, on the full sequence in one
-process) in output and in the gradients of its input and of all four projections, and (b) save for backward
+On two gloo ranks, one Llama (bias-free) or Qwen2 (q/k/v biases) attention layer routed with ``upipe`` must
+(a) equal an independent fp64 reference (explicit softmax attention with complex-number rotary embedding, on the
+full sequence in one process) in output and in the gradients of its input and of all projection weights and
+biases, and (b) save for backward
 exactly what the fused operator keeps (its output, the rotary tables and the per-stage log-sum-exp), while the
 Ulysses path of the same layer saves at least the full pre-exchange q/k/v on top of that.
 """
@@ -37,14 +38,21 @@ CONFIG = {
 }
 
 
-def _layer_worker(rank: int, world: int, x_full: torch.Tensor, dout_full: torch.Tensor) -> dict[str, Any]:
+def _layer_worker(
+    rank: int, world: int, x_full: torch.Tensor, dout_full: torch.Tensor, model_type: str
+) -> dict[str, Any]:
     from lightning_icml26.modules.causal_lm import build_hf_causal_lm
     from lightning_icml26.ops import route_hf_model
     from lightning_icml26.ops.attention import SavedTensorBytes
     from lightning_icml26.ops.attention.hf_fused import FusedHFAttentionForward
 
-    model = build_hf_causal_lm("llama", seed=0, **CONFIG).double()
+    model = build_hf_causal_lm(model_type, seed=0, **CONFIG).double()
     attn = model.model.layers[0].self_attn
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():  # transformers initialises biases to zero: make them count
+        for name, p in attn.named_parameters():
+            if name.endswith("bias"):
+                p.copy_(0.5 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
     idx = shard_indices(S, rank, world, "contiguous")
     results: dict[str, Any] = {"weights": {n: p.detach().clone() for n, p in attn.named_parameters()}}
     for backend in ("upipe", "ulysses"):
@@ -68,9 +76,12 @@ def _layer_worker(rank: int, world: int, x_full: torch.Tensor, dout_full: torch.
 def _reference(x: torch.Tensor, w: dict[str, torch.Tensor], dout: torch.Tensor) -> dict[str, Any]:
     x = x.clone().requires_grad_(True)
     params = {n: t.clone().requires_grad_(True) for n, t in w.items()}
-    q = (x @ params["q_proj.weight"].t()).view(B, S, H, D)
-    k = (x @ params["k_proj.weight"].t()).view(B, S, G, D)
-    v = (x @ params["v_proj.weight"].t()).view(B, S, G, D)
+
+    def proj(name: str) -> torch.Tensor:
+        y = x @ params[f"{name}.weight"].t()
+        return y + params[f"{name}.bias"] if f"{name}.bias" in params else y
+
+    q, k, v = proj("q_proj").view(B, S, H, D), proj("k_proj").view(B, S, G, D), proj("v_proj").view(B, S, G, D)
     pos = torch.arange(S)
     o = reference_attention(reference_rope(q, pos), reference_rope(k, pos), v, causal=True)
     out = o.reshape(B, S, H * D) @ params["o_proj.weight"].t()
@@ -79,13 +90,16 @@ def _reference(x: torch.Tensor, w: dict[str, torch.Tensor], dout: torch.Tensor) 
 
 
 @pytest.mark.slow
-def test_hf_llama_layer_runs_the_fused_operator_on_two_ranks() -> None:
+@pytest.mark.parametrize("model_type", ["llama", "qwen2"])
+def test_hf_layer_runs_the_fused_operator_on_two_ranks(model_type: str) -> None:
     world = 2
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(B, S, E, generator=gen, dtype=torch.float64)
     dout = torch.randn(B, S, E, generator=gen, dtype=torch.float64)
-    ranks = run_on_ranks(_layer_worker, world, x, dout, timeout=120)
+    ranks = run_on_ranks(_layer_worker, world, x, dout, model_type, timeout=120)
     ref = _reference(x, ranks[0]["weights"], dout)
+    biases = {"q_proj.bias", "k_proj.bias", "v_proj.bias"}
+    assert (biases <= ref["grads"].keys()) == (model_type == "qwen2")
     # transformers computes the rotary tables in fp32 (then casts them), so fp64 agreement is ~1e-7 relative.
     tol = {"atol": 1e-6, "rtol": 1e-6}
     for backend in ("upipe", "ulysses"):
@@ -113,11 +127,11 @@ def test_layers_the_fused_operator_cannot_run_fall_back_with_a_warning() -> None
     from lightning_icml26.ops import route_hf_model
     from lightning_icml26.ops.attention.hf_fused import FusedHFAttentionForward, install_fused_forward
 
-    qwen = build_hf_causal_lm("qwen2", seed=0, **CONFIG)  # biased q/k/v projections
-    with pytest.warns(UserWarning, match="q_proj has a bias"):
+    qwen = build_hf_causal_lm("qwen3", seed=0, head_dim=D, **CONFIG)  # per-head q/k norms before the rotary
+    with pytest.warns(UserWarning, match="normalises heads"):
         route_hf_model(qwen, None, 1, attention="upipe")
     assert "forward" not in qwen.model.layers[0].self_attn.__dict__
-    with pytest.raises(ValueError, match="q_proj has a bias"):
+    with pytest.raises(ValueError, match="normalises heads"):
         install_fused_forward(qwen.model.layers[0].self_attn, H, G)
     llama = build_hf_causal_lm("llama", seed=0, **CONFIG)
     with warnings.catch_warnings():

@@ -66,6 +66,25 @@ def test_recipe_runs_on_two_spawned_ranks(single_node: tuple[dict, Path]) -> Non
 @pytest.mark.distributed
 @pytest.mark.slow
 @requires_module("transformers")
+def test_recipe_with_sharding_activation_checkpointing_and_distributed_checkpoints(
+    single_node: tuple[dict, Path], tmp_path: Path
+) -> None:
+    large = ["strategy.shard_parameters=true", "strategy.activation_checkpointing=true"]
+    large.append("strategy.save_distributed_checkpoint=true")
+    run_dir = tmp_path / "large"
+    summary = _recipes.run(_recipes.compose("upipe_llama", [*TINY, *large], run_dir=run_dir))
+    # the same training (dp = 1 x cp = 2: sharding and recomputation change no number)
+    assert _train_losses(run_dir) == pytest.approx(_train_losses(single_node[1]), abs=1e-5)
+    assert summary["metrics"]["val_loss"] == pytest.approx(single_node[0]["metrics"]["val_loss"], abs=1e-5)
+    last = run_dir / "checkpoints" / "last.ckpt"
+    assert last.is_dir()  # torch.distributed.checkpoint shards, one file per rank, and the loop state
+    assert len(list(last.glob("*.distcp"))) == 2
+    assert (last / "meta.pt").is_file()
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+@requires_module("transformers")
 def test_two_node_torchrun_matches_single_node(single_node: tuple[dict, Path], tmp_path: Path) -> None:
     _, single_dir = single_node
     run_dir = tmp_path / "two_node"

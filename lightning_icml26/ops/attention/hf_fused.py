@@ -8,10 +8,10 @@ q/k/v projection weights to :func:`~lightning_icml26.ops.attention.upipe_fused.u
 rotary embedding, all-to-all and attention per stage of a few heads, recomputed per stage in backward) and
 applies the layer's ``o_proj`` to the result. The module keeps its class, parameters and state-dict keys.
 
-A layer qualifies when its ``q_proj``/``k_proj``/``v_proj``/``o_proj`` are ``nn.Linear`` without bias on
-q/k/v and it has no per-head normalisation (``q_norm``/``k_norm``, as in Qwen3); :func:`fused_unsupported_reason`
-says why a layer does not. A call that passes a KV cache (incremental decoding) runs the layer's own forward,
-which goes through the ``AttentionInterface`` function.
+A layer qualifies when its ``q_proj``/``k_proj``/``v_proj``/``o_proj`` are ``nn.Linear`` (with or without
+bias: Llama, Mistral, Qwen2) and it has no per-head normalisation (``q_norm``/``k_norm``, as in Qwen3);
+:func:`fused_unsupported_reason` says why a layer does not. A call that passes a KV cache (incremental decoding)
+runs the layer's own forward, which goes through the ``AttentionInterface`` function.
 """
 
 from __future__ import annotations
@@ -39,9 +39,6 @@ def fused_unsupported_reason(layer: nn.Module) -> str | None:
         proj = getattr(layer, name, None)
         if not isinstance(proj, nn.Linear):
             return f"it has no {name}" if proj is None else f"its {name} is a {type(proj).__name__}, not nn.Linear"
-    for name in ("q_proj", "k_proj", "v_proj"):
-        if getattr(layer, name).bias is not None:
-            return f"its {name} has a bias"
     for name in ("q_norm", "k_norm"):
         if getattr(layer, name, None) is not None:
             return f"it normalises heads ({name}) before the rotary embedding"
@@ -101,6 +98,7 @@ class FusedHFAttentionForward:
             layout=config.layout,
             rotary=rotary,
             stage_heads=config.stage_heads,
+            bias=(layer.q_proj.bias, layer.k_proj.bias, layer.v_proj.bias),
         )
         return layer.o_proj(out.reshape(b, s, -1)), None
 

@@ -11,11 +11,11 @@ state holds a process group and two models can use two groups. No mask function 
 so transformers passes ``attention_mask=None`` and the functions apply the causal mask on global positions
 themselves.
 
-For ``"upipe"``, Llama-style layers (bias-free q/k/v projections, no per-head norm) also get the fused forward of
-:mod:`lightning_icml26.ops.attention.hf_fused`: projection, rotary embedding, all-to-all and attention per stage
-of a few heads, so the full q/k/v never exist. Other layers (Qwen2's biased projections, Qwen3's q/k norms) run
-UPipe on the pre-projected q/k/v through the ``AttentionInterface`` function, with a warning. Routing sets
-``config.use_cache = False``: a KV cache would hold every layer's full keys and values.
+For ``"upipe"``, Llama-style layers (linear q/k/v projections with or without bias, as in Llama and Qwen2; no
+per-head norm) also get the fused forward of :mod:`lightning_icml26.ops.attention.hf_fused`: projection, rotary
+embedding, all-to-all and attention per stage of a few heads, so the full q/k/v never exist. Other layers (Qwen3's
+q/k norms) run UPipe on the pre-projected q/k/v through the ``AttentionInterface`` function, with a warning.
+Routing sets ``config.use_cache = False``: a KV cache would hold every layer's full keys and values.
 
 transformers is optional (the ``hf`` extra) and imported only when a transformers model is routed.
 """

@@ -29,10 +29,16 @@ from lightning_icml26.ops.attention.upipe import Stage, _attend, _attend_backwar
 __all__ = ["upipe_attention"]
 
 
-def _project(x: torch.Tensor, w: torch.Tensor, heads: torch.Tensor, head_dim: int) -> torch.Tensor:
-    """``x @ w[heads]^T`` reshaped to (B, s, len(heads), D)."""
+def _project(
+    x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, heads: torch.Tensor, head_dim: int
+) -> torch.Tensor:
+    """``x @ w[heads]^T (+ b[heads])`` reshaped to (B, s, len(heads), D)."""
     rows = w.view(-1, head_dim, w.shape[-1]).index_select(0, heads).reshape(-1, w.shape[-1])
-    return torch.matmul(x, rows.t()).view(*x.shape[:2], heads.numel(), head_dim)
+    if b is None:
+        y = torch.matmul(x, rows.t())
+    else:
+        y = torch.addmm(b.view(-1, head_dim).index_select(0, heads).reshape(-1), x.reshape(-1, x.shape[-1]), rows.t())
+    return y.view(*x.shape[:2], heads.numel(), head_dim)
 
 
 class _UPipeFused(torch.autograd.Function):
@@ -43,6 +49,9 @@ class _UPipeFused(torch.autograd.Function):
         w_q: torch.Tensor,
         w_k: torch.Tensor,
         w_v: torch.Tensor,
+        b_q: torch.Tensor | None,
+        b_k: torch.Tensor | None,
+        b_v: torch.Tensor | None,
         cos: torch.Tensor | None,
         sin: torch.Tensor | None,
         meta: tuple[ContextParallelGroup, bool, float, str, list[Stage], int, int],
@@ -56,14 +65,14 @@ class _UPipeFused(torch.autograd.Function):
             if kv_heads is not None:
                 kh = vh = None
                 kv_idx = _idx(kv_heads, x.device)
-                k_s = _project(x, w_k, kv_idx, head_dim)
+                k_s = _project(x, w_k, b_k, kv_idx, head_dim)
                 if cos is not None and sin is not None:
                     k_s = apply_rotary(k_s, cos, sin)
                 kh = _seq_to_head(k_s, cp, layout)
                 del k_s
-                vh = _seq_to_head(_project(x, w_v, kv_idx, head_dim), cp, layout)
+                vh = _seq_to_head(_project(x, w_v, b_v, kv_idx, head_dim), cp, layout)
             q_idx = _idx(q_heads, x.device)
-            q_s = _project(x, w_q, q_idx, head_dim)
+            q_s = _project(x, w_q, b_q, q_idx, head_dim)
             if cos is not None and sin is not None:
                 q_s = apply_rotary(q_s, cos, sin)
             qh = _seq_to_head(q_s, cp, layout)
@@ -74,13 +83,14 @@ class _UPipeFused(torch.autograd.Function):
             del oh
             lses.append(lse)
         del kh, vh
-        ctx.save_for_backward(x, w_q, w_k, w_v, cos, sin, out, *lses)
+        ctx.save_for_backward(x, w_q, w_k, w_v, b_q, b_k, b_v, cos, sin, out, *lses)
         ctx.meta = meta
         return out
 
     @staticmethod
     def backward(ctx: Any, dout: torch.Tensor) -> Any:
-        x, w_q, w_k, w_v, cos, sin, out, *lses = ctx.saved_tensors
+        x, w_q, w_k, w_v, b_q, b_k, b_v, cos, sin, out, *lses = ctx.saved_tensors
+        biases = {"q": b_q, "k": b_k, "v": b_v}
         cp, causal, scale, layout, stages, _, head_dim = ctx.meta
         rotary = cos is not None and sin is not None
         dout = dout.contiguous()
@@ -104,6 +114,11 @@ class _UPipeFused(torch.autograd.Function):
                 grads[name] = torch.empty_like(w)
             dw_rows = torch.matmul(d2.t(), x2).view(heads.numel(), head_dim, -1)
             grads[name].view(-1, head_dim, w.shape[-1]).index_copy_(0, heads, dw_rows)
+            bias = biases[name]
+            if bias is not None:
+                if "b" + name not in grads:
+                    grads["b" + name] = torch.empty_like(bias)
+                grads["b" + name].view(-1, head_dim).index_copy_(0, heads, d2.sum(0).view(heads.numel(), head_dim))
 
         def flush() -> None:
             if "kv_idx" not in state:
@@ -120,16 +135,16 @@ class _UPipeFused(torch.autograd.Function):
                 flush()
                 state.clear()
                 kv_idx = _idx(kv_heads, x.device)
-                k_s = _project(x, w_k, kv_idx, head_dim)
+                k_s = _project(x, w_k, b_k, kv_idx, head_dim)
                 if rotary:
                     k_s = apply_rotary(k_s, cos, sin)
                 state["kh"] = _seq_to_head(k_s, cp, layout)
                 del k_s
-                state["vh"] = _seq_to_head(_project(x, w_v, kv_idx, head_dim), cp, layout)
+                state["vh"] = _seq_to_head(_project(x, w_v, b_v, kv_idx, head_dim), cp, layout)
                 state["kv_idx"] = kv_idx
                 state["shared"] = i + 1 < len(stages) and stages[i + 1][1] is None
             q_idx = _idx(q_heads, x.device)
-            q_s = _project(x, w_q, q_idx, head_dim)
+            q_s = _project(x, w_q, b_q, q_idx, head_dim)
             if rotary:
                 q_s = apply_rotary(q_s, cos, sin)
             qh = _seq_to_head(q_s, cp, layout)
@@ -149,7 +164,8 @@ class _UPipeFused(torch.autograd.Function):
             del dq_local
         flush()
         state.clear()
-        return grads["x"], grads["q"], grads["k"], grads["v"], None, None, None
+        bias_grads = (grads.get("bq"), grads.get("bk"), grads.get("bv"))
+        return grads["x"], grads["q"], grads["k"], grads["v"], *bias_grads, None, None, None
 
 
 def _accumulate_kv(state: dict[str, Any], key: str, grad: torch.Tensor) -> None:
@@ -177,12 +193,13 @@ def upipe_attention(  # noqa: C901
     layout: str = "contiguous",
     rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
     stage_heads: int | None = None,
+    bias: tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None] | None = None,
 ) -> torch.Tensor:
     """The paper's fused UPipe attention: q/k/v projection and rotary embedding inside the stage loop.
 
     Args:
         x: layer input ``(batch, seq_local, hidden)``, sharded along the sequence with ``layout``.
-        w_q: ``(num_heads * head_dim, hidden)`` (``nn.Linear`` weight layout, no bias).
+        w_q: ``(num_heads * head_dim, hidden)`` (``nn.Linear`` weight layout; biases go in ``bias``).
         w_k: ``(num_kv_heads * head_dim, hidden)``.
         w_v: same shape as ``w_k``.
         num_heads: query heads ``H``.
@@ -195,6 +212,8 @@ def upipe_attention(  # noqa: C901
             seq_local, head_dim)``, in the Llama ``rotate_half`` convention; ``None`` for no rotary embedding. Not
             differentiated.
         stage_heads: query heads per stage ``U`` (default: the context-parallel size).
+        bias: ``(b_q, b_k, b_v)`` projection biases of shapes ``(num_heads * head_dim,)``,
+            ``(num_kv_heads * head_dim,)`` twice (an entry may be ``None``), as in Qwen2; ``None``: no bias.
 
     Returns:
         The attention output before the output projection, ``(batch, seq_local, H, head_dim)``. When ``G`` is
@@ -229,6 +248,7 @@ def upipe_attention(  # noqa: C901
     for name, w in (("w_k", w_k), ("w_v", w_v)):
         if tuple(w.shape) != (num_kv_heads * head_dim, hidden):
             raise ValueError(f"{name} must have shape {(num_kv_heads * head_dim, hidden)}, got {tuple(w.shape)}")
+    b_q, b_k, b_v = _check_bias(bias, x.dtype, num_heads * head_dim, num_kv_heads * head_dim)
     if layout == "headtail" and x.shape[1] % 2:
         raise ValueError(f"seq_local={x.shape[1]} must be even for the 'headtail' layout")
     cos = sin = None
@@ -248,5 +268,25 @@ def upipe_attention(  # noqa: C901
     if rep > 1:
         w_k = w_k.view(num_kv_heads, head_dim, hidden).repeat_interleave(rep, dim=0).reshape(-1, hidden)
         w_v = w_v.view(num_kv_heads, head_dim, hidden).repeat_interleave(rep, dim=0).reshape(-1, hidden)
+        b_k = None if b_k is None else b_k.view(num_kv_heads, head_dim).repeat_interleave(rep, dim=0).reshape(-1)
+        b_v = None if b_v is None else b_v.view(num_kv_heads, head_dim).repeat_interleave(rep, dim=0).reshape(-1)
     meta = (group, causal, scale_, layout, stages, num_heads, head_dim)
-    return _UPipeFused.apply(x.contiguous(), w_q.contiguous(), w_k.contiguous(), w_v.contiguous(), cos, sin, meta)
+    weights = (x.contiguous(), w_q.contiguous(), w_k.contiguous(), w_v.contiguous())
+    biases = tuple(None if b is None else b.contiguous() for b in (b_q, b_k, b_v))
+    return _UPipeFused.apply(*weights, *biases, cos, sin, meta)
+
+
+def _check_bias(bias: Any, dtype: torch.dtype, q_size: int, kv_size: int) -> tuple[Any, Any, Any]:
+    """``(b_q, b_k, b_v)`` after checking their type, dtype and shape (``None`` entries allowed)."""
+    if bias is None:
+        return None, None, None
+    if not isinstance(bias, tuple | list) or len(bias) != 3:
+        raise TypeError(f"bias must be None or a (b_q, b_k, b_v) triple, got {type(bias).__name__}")
+    for name, b, size in zip(("b_q", "b_k", "b_v"), bias, (q_size, kv_size, kv_size), strict=True):
+        if b is None:
+            continue
+        if not isinstance(b, torch.Tensor) or b.dtype != dtype:
+            raise TypeError(f"bias {name} must be None or a tensor of dtype {dtype}, got {getattr(b, 'dtype', b)!r}")
+        if tuple(b.shape) != (size,):
+            raise ValueError(f"bias {name} must have shape ({size},), got {tuple(b.shape)}")
+    return bias[0], bias[1], bias[2]
