@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sized
+from typing import Any, cast
+
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset
+
+from lightning_icml26.data._sampling import EpochSeededSampler
 
 
 class SplitsDataModule(LightningDataModule):
@@ -12,6 +17,11 @@ class SplitsDataModule(LightningDataModule):
     Subclasses fill ``self._splits`` in :meth:`setup` (which must be safe to call again) and save
     ``batch_size`` (and optionally ``num_workers``, default 0) with ``save_hyperparameters``. A loader
     asked for before ``setup`` ran calls it first, so the module also works outside a Trainer.
+
+    A subclass that sets ``epoch_seeded_shuffle = True`` shuffles its training split with
+    :class:`EpochSeededSampler` (order a function of the saved ``seed`` hyperparameter and the epoch), so a run
+    resumed from a checkpoint sees the same batches as an uninterrupted one; otherwise the order comes from
+    torch's global random state, which a resumed run does not share.
 
     Example:
         >>> import torch
@@ -27,6 +37,8 @@ class SplitsDataModule(LightningDataModule):
         [(2, 3), (2, 3)]
     """
 
+    epoch_seeded_shuffle: bool = False
+
     def __init__(self) -> None:
         super().__init__()
         self._splits: dict[str, Dataset] = {}
@@ -34,11 +46,15 @@ class SplitsDataModule(LightningDataModule):
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         if split not in self._splits:
             self.setup("fit")
+        dataset = self._splits[split]
+        order: dict[str, Any] = {"shuffle": shuffle}
+        if shuffle and self.epoch_seeded_shuffle:
+            order = {"sampler": EpochSeededSampler(len(cast(Sized, dataset)), seed=int(self.hparams.get("seed", 0)))}
         return DataLoader(
-            self._splits[split],
+            dataset,
             batch_size=int(self.hparams["batch_size"]),
-            shuffle=shuffle,
             num_workers=self.hparams.get("num_workers", 0),
+            **order,
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -173,6 +173,7 @@ class GridWorldDataModule(SplitsDataModule):
     """
 
     num_actions = 5
+    epoch_seeded_shuffle = True  # resumed runs see the same batches as uninterrupted ones
 
     def __init__(
         self,

@@ -5,7 +5,7 @@ on batches from :class:`~lightning_icml26.data.graph_substrate.GraphSubstrateDat
 the next-token cross-entropy on answer tokens only (prompt and padding labels are ``ignore_index``).
 LoRA adapters come from ``peft`` when ``lora`` is given. Evaluation generates greedily through the
 :class:`~lightning_icml26.llm.LanguageModel` protocol and scores exact match per task and edge
-micro-F1 of extraction (:func:`evaluate_graph_tasks`).
+micro-F1, BLEU and ROUGE-L of extraction (:func:`evaluate_graph_tasks`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from torch import nn
+from torchmetrics.text import BLEUScore, ROUGEScore
 
 from lightning_icml26._optional import require
 from lightning_icml26.data.graph_substrate import GraphTask, final_answer
@@ -90,7 +91,10 @@ def evaluate_graph_tasks(
 
     Exact match (:class:`~lightning_icml26.metrics.GraphExactMatch`) compares the final answer
     (``final_answer``) with the target for every task but extraction; extraction is scored by edge
-    micro-F1 (:class:`~lightning_icml26.metrics.EdgeMicroF1`) and its own exact match.
+    micro-F1 (:class:`~lightning_icml26.metrics.EdgeMicroF1`), its own exact match, and the two text-overlap
+    scores of torchmetrics on the extracted fact list against the target: corpus BLEU-4
+    (``torchmetrics.text.BLEUScore``, whitespace tokens, no smoothing) and the mean ROUGE-L F-measure
+    (``torchmetrics.text.ROUGEScore``, lower-cased alphanumeric tokens).
 
     Args:
         lm: any :class:`~lightning_icml26.llm.LanguageModel`.
@@ -99,8 +103,9 @@ def evaluate_graph_tasks(
         use_chat_template: format each prompt with ``lm.format_chat`` first.
 
     Returns:
-        ``{"<task>": exact match, ..., "extraction_edge_f1": f1, "mean_exact_match": mean over the
-        non-extraction tasks}`` (keys only for the tasks present).
+        ``{"<task>": exact match, ..., "extraction_edge_f1": f1, "extraction_bleu": bleu,
+        "extraction_rouge_l": rouge-L F, "mean_exact_match": mean over the non-extraction tasks}`` (keys only
+        for the tasks present).
 
     Example:
         >>> class Oracle:  # answers every question right
@@ -115,15 +120,20 @@ def evaluate_graph_tasks(
     ]
     outputs = lm.generate(prompts, max_new_tokens=max_new_tokens)
     exact: dict[str, GraphExactMatch] = {}
-    f1 = EdgeMicroF1()
+    f1, bleu, rouge = EdgeMicroF1(), BLEUScore(n_gram=4), ROUGEScore(rouge_keys="rougeL")
     for task, out in zip(tasks, outputs, strict=True):
-        exact.setdefault(task.task, GraphExactMatch()).update([final_answer(out)], [task.target])
+        pred = final_answer(out)
+        exact.setdefault(task.task, GraphExactMatch()).update([pred], [task.target])
         if task.task == "extraction":
-            f1.update([final_answer(out)], [task.target])
+            f1.update([pred], [task.target])
+            bleu.update([pred], [[task.target]])
+            rouge.update([pred], [task.target])
     scores = {name: float(metric.compute()) for name, metric in sorted(exact.items())}
     if "extraction" in exact:
         scores["extraction_edge_f1"] = float(f1.compute())
-    others = [v for k, v in scores.items() if k not in ("extraction", "extraction_edge_f1")]
+        scores["extraction_bleu"] = float(bleu.compute())
+        scores["extraction_rouge_l"] = float(rouge.compute()["rougeL_fmeasure"])
+    others = [v for k, v in scores.items() if not k.startswith("extraction")]
     if others:
         scores["mean_exact_match"] = sum(others) / len(others)
     return scores

@@ -1,9 +1,11 @@
-"""ASR-ICL core: projection properties, budget exactness, the importance update, errors, determinism."""
+"""ASR-ICL core: projection properties (Hypothesis), budget exactness, the importance update, errors, determinism."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lightning_icml26.algorithms.recourse import (
     ASRICL,
@@ -38,29 +40,54 @@ def _valid_row(spec: ActionabilitySpec, rng: np.random.Generator) -> np.ndarray:
     return x
 
 
-def test_projection_properties_on_random_specs() -> None:
-    rng = np.random.default_rng(0)
-    for _ in range(200):  # seeded property loop (Hypothesis is not installed)
-        d = int(rng.integers(1, 7))
-        spec = _random_spec(rng, d)
-        x = _valid_row(spec, rng)
-        proposals = rng.normal(0, 3, (5, d)) + x
-        out = spec.project(x, proposals)
-        mutable, direction = np.array(spec.mutable), np.array(spec.direction)
-        np.testing.assert_array_equal(out[:, ~mutable], np.broadcast_to(x[~mutable], out[:, ~mutable].shape))
-        assert np.all(out[:, direction > 0] >= x[direction > 0])
-        assert np.all(out[:, direction < 0] <= x[direction < 0])
-        assert np.all(out >= np.array(spec.lower) - 1e-12)
-        assert np.all(out <= np.array(spec.upper) + 1e-12)
-        for j, grid in enumerate(spec.grids):
-            if grid is not None:
-                assert np.isin(out[:, j], grid).all()
-        np.testing.assert_array_equal(spec.project(x, out), out)  # idempotent
-        np.testing.assert_array_equal(spec.project(x, x), x)
-        spec.check(out)
-        lo, hi = spec.bounds(x)
-        assert np.all(out >= lo - 1e-12)
-        assert np.all(out <= hi + 1e-12)
+_UNIT = st.floats(0.0, 1.0, allow_nan=False)
+
+
+@st.composite
+def _spec_row_and_proposals(draw: st.DrawFn) -> tuple[ActionabilitySpec, np.ndarray, np.ndarray]:
+    """A random spec (bounds, immutables, monotone directions, some grids), a row that obeys it, wild proposals."""
+    d = draw(st.integers(1, 6))
+    lower = np.array([draw(st.floats(-2.0, 0.0)) for _ in range(d)])
+    upper = lower + np.array([draw(st.floats(0.5, 3.0)) for _ in range(d)])
+    grids: list[tuple[float, ...] | None] = []
+    x = np.empty(d)
+    for j in range(d):
+        if draw(st.booleans()):
+            points = np.linspace(lower[j], upper[j], 7)
+            chosen = draw(st.lists(st.integers(0, 6), min_size=1, max_size=7, unique=True))
+            grid = tuple(float(v) for v in np.sort(points[chosen]))
+            grids.append(grid)
+            x[j] = grid[draw(st.integers(0, len(grid) - 1))]
+        else:
+            grids.append(None)
+            x[j] = lower[j] + draw(_UNIT) * (upper[j] - lower[j])
+    mutable = tuple(draw(st.booleans()) for _ in range(d))
+    direction = tuple(draw(st.sampled_from([-1, 0, 1])) for _ in range(d))
+    spec = ActionabilitySpec(tuple(lower), tuple(upper), mutable, direction, tuple(grids))
+    offsets = draw(st.lists(st.floats(-10.0, 10.0), min_size=5 * d, max_size=5 * d))
+    return spec, x, x + np.array(offsets).reshape(5, d)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(_spec_row_and_proposals())
+def test_projection_properties_on_random_specs(case: tuple[ActionabilitySpec, np.ndarray, np.ndarray]) -> None:
+    spec, x, proposals = case
+    out = spec.project(x, proposals)
+    mutable, direction = np.array(spec.mutable), np.array(spec.direction)
+    np.testing.assert_array_equal(out[:, ~mutable], np.broadcast_to(x[~mutable], out[:, ~mutable].shape))
+    assert np.all(out[:, direction > 0] >= x[direction > 0])
+    assert np.all(out[:, direction < 0] <= x[direction < 0])
+    assert np.all(out >= np.array(spec.lower) - 1e-12)
+    assert np.all(out <= np.array(spec.upper) + 1e-12)
+    for j, grid in enumerate(spec.grids):
+        if grid is not None:
+            assert np.isin(out[:, j], grid).all()
+    np.testing.assert_array_equal(spec.project(x, out), out)  # idempotent
+    np.testing.assert_array_equal(spec.project(x, x), x)
+    spec.check(out)
+    lo, hi = spec.bounds(x)
+    assert np.all(out >= lo - 1e-12)
+    assert np.all(out <= hi + 1e-12)
 
 
 def test_projection_of_a_continuous_free_feature_is_the_clip() -> None:

@@ -1,4 +1,4 @@
-"""Rollout consistency metrics count planted duplications, disappearances and transmutations exactly."""
+"""Rollout consistency metrics: planted errors counted exactly; 2-rank DDP equals one process."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import torch
 from lightning_icml26.data.gridworld import make_gridworld_rollouts
 from lightning_icml26.metrics import RolloutConsistency, TokenAccuracyByHorizon
 from lightning_icml26.metrics.functional import object_count_errors, rollout_consistency
+from tests._support.distributed import run_on_ranks
 
 
 def test_planted_errors_are_counted_exactly() -> None:
@@ -62,3 +63,44 @@ def test_metric_errors() -> None:
         metric.update(torch.zeros(1, 2, 3, dtype=torch.long), torch.zeros(1, 2, 3, dtype=torch.long))
     with pytest.raises(TypeError, match="integer"):
         metric.update(torch.zeros(1, 1, 3), torch.zeros(1, 1, 3))
+
+
+def _corrupted_rollouts() -> tuple[torch.Tensor, torch.Tensor]:
+    target, _ = make_gridworld_rollouts(7, 5, num_objects=3, seed=3)
+    gen = torch.Generator().manual_seed(5)
+    flip = torch.rand(target.shape, generator=gen) < 0.15
+    preds = torch.where(flip, torch.randint(0, 6, target.shape, generator=gen), target)
+    return preds, target
+
+
+def _rank_rows(preds: torch.Tensor, target: torch.Tensor, rank: int, world_size: int) -> tuple:
+    # rank 1 rolls out only 3 of the 5 horizons: the sums must still line up horizon by horizon
+    steps = 5 if rank == 0 else 3
+    return preds[rank::world_size, :steps], target[rank::world_size, :steps]
+
+
+def _ddp_metrics(rank: int, world_size: int, preds: torch.Tensor, target: torch.Tensor) -> dict[str, torch.Tensor]:
+    consistency, accuracy = RolloutConsistency(6, [2, 3, 4, 5], max_horizon=5), TokenAccuracyByHorizon(5)
+    p, t = _rank_rows(preds, target, rank, world_size)
+    consistency.update(p, t)
+    accuracy.update(p, t)
+    return consistency.compute() | {"accuracy_metric": accuracy.compute()}
+
+
+@pytest.mark.distributed
+def test_two_rank_ddp_equals_one_process() -> None:
+    preds, target = _corrupted_rollouts()
+    consistency, accuracy = RolloutConsistency(6, [2, 3, 4, 5], max_horizon=5), TokenAccuracyByHorizon(5)
+    for rank in range(2):
+        consistency.update(*_rank_rows(preds, target, rank, 2))
+        accuracy.update(*_rank_rows(preds, target, rank, 2))
+    expected = consistency.compute() | {"accuracy_metric": accuracy.compute()}
+    # independent reference for the accuracy: horizons 0-2 see all 7 rollouts, horizons 3-4 only rank 0's 4
+    equal = (preds == target).float()
+    dense = torch.cat([equal[:, :3].mean(dim=(0, 2, 3)), equal[0::2, 3:].mean(dim=(0, 2, 3))])
+    torch.testing.assert_close(expected["accuracy_metric"], dense)
+    torch.testing.assert_close(expected["token_accuracy"], dense)
+    for out in run_on_ranks(_ddp_metrics, 2, preds, target):
+        assert out.keys() == expected.keys()
+        for key, value in expected.items():
+            torch.testing.assert_close(out[key], value, equal_nan=True)

@@ -1,7 +1,11 @@
-"""SubstrateSFTModule: answer-only loss, LoRA, evaluation through a fake LanguageModel, stop-and-resume."""
+"""SubstrateSFTModule: answer-only loss, LoRA, evaluation through a fake LanguageModel (exact match, edge F1,
+BLEU and ROUGE-L against hand-written references), stop-and-resume."""
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -67,6 +71,61 @@ def test_evaluation_pipeline_with_a_deterministic_fake_model() -> None:
     preds = [t.target if i % 2 == 0 else "maybe" for i, t in ext]  # the fact before "Answer:" is reasoning
     assert scores["extraction_edge_f1"] == pytest.approx(float(edge_micro_f1(preds, [t.target for _, t in ext])))
     assert scores["mean_exact_match"] == pytest.approx(sum(scores[n] for n in _TASKS[:3]) / 3)
+
+
+def _bleu4(preds: list[str], refs: list[str]) -> float:
+    """Corpus BLEU-4 (Papineni et al.): clipped n-gram precisions summed over the corpus, brevity penalty."""
+    matched, total = [0] * 4, [0] * 4
+    pred_len = ref_len = 0
+    for pred, ref in zip(preds, refs, strict=True):
+        p, r = pred.split(), ref.split()
+        pred_len, ref_len = pred_len + len(p), ref_len + len(r)
+        for n in range(1, 5):
+            pc = Counter(tuple(p[i : i + n]) for i in range(len(p) - n + 1))
+            rc = Counter(tuple(r[i : i + n]) for i in range(len(r) - n + 1))
+            matched[n - 1] += sum(min(c, rc[g]) for g, c in pc.items())
+            total[n - 1] += max(len(p) - n + 1, 0)
+    if min(matched) == 0:
+        return 0.0
+    brevity = 1.0 if pred_len > ref_len else math.exp(1 - ref_len / pred_len)
+    return brevity * math.exp(sum(math.log(m / t) for m, t in zip(matched, total, strict=True)) / 4)
+
+
+def _rouge_l(pred: str, ref: str) -> float:
+    """ROUGE-L F-measure: longest common subsequence of lower-cased alphanumeric tokens."""
+    p, r = (re.sub(r"[^a-z0-9]+", " ", text.lower()).split() for text in (pred, ref))
+    table = [[0] * (len(r) + 1) for _ in range(len(p) + 1)]
+    for i, a in enumerate(p):
+        for j, b in enumerate(r):
+            table[i + 1][j + 1] = table[i][j] + 1 if a == b else max(table[i][j + 1], table[i + 1][j])
+    lcs = table[-1][-1]
+    return 0.0 if lcs == 0 else 2 * lcs / (len(p) + len(r))
+
+
+class _PartialExtractor(_FakeLM):
+    """Extraction replies: the target with its first fact dropped and its last two swapped, or a wrong guess."""
+
+    def __init__(self, tasks: list[GraphTask]) -> None:
+        self.replies: dict[str, str] = {}
+        for i, t in enumerate(tasks):
+            facts = t.target.split("\n")[1:]
+            facts[-2:] = facts[-2:][::-1]
+            self.replies[t.prompt] = "Answer: " + ("\n".join(facts) if i % 3 else "(0, -, 0)")
+
+
+def test_extraction_bleu_and_rouge_l_match_hand_written_references() -> None:
+    tasks = build_mixture("isolated", ["extraction"], {"algorithm": 0.0, "consistency": 0.0, "extraction": 1.0}, 7,
+                          num_nodes=(4, 6), seed=5, style="simple")  # fmt: skip
+    lm = _PartialExtractor(tasks)
+    scores = evaluate_graph_tasks(lm, tasks)
+    preds = [lm.replies[t.prompt].removeprefix("Answer: ") for t in tasks]
+    refs = [t.target for t in tasks]
+    assert 0.05 < scores["extraction_bleu"] < 0.95  # partly right: neither bound is hit
+    assert scores["extraction_bleu"] == pytest.approx(_bleu4(preds, refs), rel=1e-5)
+    rouge = sum(_rouge_l(p, r) for p, r in zip(preds, refs, strict=True)) / len(refs)
+    assert scores["extraction_rouge_l"] == pytest.approx(rouge, rel=1e-5)
+    assert scores["extraction_edge_f1"] == pytest.approx(float(edge_micro_f1(preds, refs)))
+    assert "mean_exact_match" not in scores  # text-overlap scores do not enter the exact-match mean
 
 
 def _fit(tmp: Path, epochs: int, ckpt: str | None = None) -> SubstrateSFTModule:

@@ -42,6 +42,34 @@ def test_lm_questioner_log_prob_matches_the_adapter_and_has_gradient() -> None:
     assert 0.0 <= solver.evaluate() <= 100.0
 
 
+def test_lm_questioner_lora_trains_only_adapters_and_sampling_sees_them() -> None:
+    pytest.importorskip("peft")
+    lm = tiny_lm(seed=2)
+    prompts, questions = ["the judge"], ["a score is 3 ?"]
+    chat = lm.format_chat([{"role": "user", "content": prompts[0]}])
+    before = lm.logprobs([chat], questions)[0].sum()  # the plain model, before any adapter exists
+    base = {n: p.detach().clone() for n, p in lm.model.named_parameters()}
+    questioner = LMQuestioner(lm, max_new_tokens=5, lora={"r": 2, "lora_alpha": 4, "target_modules": ["q_proj"]})
+    trainable = [n for n, p in questioner.named_parameters() if p.requires_grad]
+    assert trainable
+    assert all("lora_" in n for n in trainable)
+    logp = questioner.log_prob(prompts, questions)
+    torch.testing.assert_close(logp[0].detach(), before, rtol=1e-5, atol=1e-5)  # LoRA starts as the identity
+    opt = torch.optim.SGD([p for p in questioner.parameters() if p.requires_grad], lr=0.5)
+    (-logp.sum()).backward()
+    opt.step()
+    after = questioner.log_prob(prompts, questions)[0].detach()
+    assert float(after) > float(before)  # the step raised the question's log-probability
+    # the adapters live inside lm.model, so the sampling path (lm.model.generate) sees the trained weights
+    torch.testing.assert_close(lm.logprobs([chat], questions)[0].sum(), after, rtol=1e-5, atol=1e-5)
+    for name, p in lm.model.named_parameters():
+        if "lora_" not in name:
+            torch.testing.assert_close(p.detach(), base[name.replace("base_layer.", "")], rtol=0, atol=0)
+    assert len(questioner.sample(prompts, torch.Generator().manual_seed(0))) == 1
+    with pytest.raises(TypeError, match="lora must be a mapping"):
+        LMQuestioner(tiny_lm(seed=2), lora="q_proj")  # type: ignore[arg-type]
+
+
 def test_normalise_answer() -> None:
     assert normalise_answer("It is 42 apples") == "42"
     assert normalise_answer("  No way") == "no"

