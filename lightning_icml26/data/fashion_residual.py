@@ -35,7 +35,7 @@ class ResidualBlock(nn.Module):
 
     Example:
         >>> block = ResidualBlock(8, 16)
-        >>> nn.init.zeros_(block.branch[-1].weight); nn.init.zeros_(block.branch[-1].bias)
+        >>> _ = nn.init.zeros_(block.branch[-1].weight), nn.init.zeros_(block.branch[-1].bias)
         >>> x = torch.randn(3, 8); bool(torch.equal(block(x), x))  # a zero branch passes the stream through
         True
     """
