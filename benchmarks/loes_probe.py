@@ -128,6 +128,26 @@ def finetune_head(
     return train_head(model, dm.inputs("train"), evals, seed, epochs, georeg=georeg)
 
 
+def georeg_gradient_share(dm: FashionResidualFeatures, layers: list[int], seed: int, weight: float = 0.1) -> float:
+    """``|d(weight * GeoReg)/dz| / |d CE/dz|`` on one training batch of 128 at the start of fine-tuning.
+
+    Computed on a separate copy in eval mode with its own generators, so the runs it describes are unchanged.
+    """
+    torch.manual_seed(seed)
+    net = dm.backbone()
+    model = MultiLayerProbe(
+        dm.num_classes, dm.embed_dim, layers=layers, backbone=net, layer_names=net.layer_names, freeze_backbone=False
+    ).eval()
+    x, y = dm.inputs("train")
+    b = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))[:128]
+    z = model.embed(x[b])
+    ce = nn.functional.cross_entropy(model.probe(z), y[b])
+    pen = GeoRegLoss(seed=seed)(z, y[b])
+    g_ce = torch.autograd.grad(ce, z, retain_graph=True)[0]
+    g_reg = torch.autograd.grad(weight * pen, z)[0]
+    return float(g_reg.norm() / g_ce.norm())
+
+
 def adjacent_redundancy(dm: LayerFeatureDataModule) -> float:
     """Mean ``red`` of each block with the previous one on the calibration draw."""
     x, _ = dm.subset("calibration")
@@ -253,18 +273,26 @@ def main() -> None:
         dm, out = image_dms[depth]
         t0 = time.perf_counter()
         ft: dict[str, list[float]] = {"plain": [], "georeg": []}
+        shares = []
         for seed, layers in zip(seeds, out["chosen"]["loes"], strict=True):
             dm.resplit(seed)
+            shares.append(georeg_gradient_share(dm, layers, seed))
             for name, weight in (("plain", 0.0), ("georeg", 0.1)):
                 acc = finetune_head(dm, layers, seed, ft_epochs, args.lr, args.backbone_lr, weight)
                 ft[name].append(acc["test"])
             print(f"  fine-tune seed {seed}: plain {ft['plain'][-1]:.2f}, GeoReg {ft['georeg'][-1]:.2f}", flush=True)
         georeg_summary = paired(ft["georeg"], ft["plain"])
-        details["georeg_finetune"] = {"depth": depth, "test_acc": ft, "georeg_minus_plain": georeg_summary}
+        details["georeg_finetune"] = {
+            "depth": depth,
+            "test_acc": ft,
+            "georeg_minus_plain": georeg_summary,
+            "georeg_over_ce_gradient_at_start": shares,
+        }
         print(
             f"\nFine-tuning d{depth} (adjacent redundancy {out['adjacent_redundancy']:.3f}), {ft_epochs} epochs: "
             f"plain {statistics.mean(ft['plain']):.2f} %, GeoReg {statistics.mean(ft['georeg']):.2f} %, "
             f"GeoReg - plain {georeg_summary['mean']:+.2f} (se {georeg_summary['se']:.2f}), "
+            f"|grad 0.1 GeoReg| / |grad CE| on the fused embedding at the start {statistics.mean(shares):.3f}, "
             f"{time.perf_counter() - t0:.0f} s"
         )
 
