@@ -6,6 +6,7 @@ from lightning_icml26.data.boltzmann import BoltzmannDataModule
 from lightning_icml26.data.cifar10 import CIFAR10DataModule, load_cifar10
 from lightning_icml26.data.count_tables import RWM1984_COUNTS, load_rwm1984
 from lightning_icml26.data.fashion_mnist import FashionMNISTDataModule, load_fashion_mnist, read_idx
+from lightning_icml26.data.fashion_residual import FashionResidualFeatures, ResidualMLP, pretrain_residual_mlp
 from lightning_icml26.data.fashion_transfer import FashionTransferFeatures
 from lightning_icml26.data.federated import DirichletPartitionDataModule, dirichlet_label_partition
 from lightning_icml26.data.forecasts import (
@@ -79,6 +80,7 @@ __all__ = [
     "FairTabularData",
     "FairTabularDataModule",
     "FashionMNISTDataModule",
+    "FashionResidualFeatures",
     "FashionTransferFeatures",
     "ForecastDataModule",
     "ForecastTable",
@@ -106,6 +108,8 @@ __all__ = [
     "quantile_bin_edges",
     "RatingDataModule",
     "read_idx",
+    "pretrain_residual_mlp",
+    "ResidualMLP",
     "Segments",
     "simulate_ratings",
     "SparseRegressionDataModule",

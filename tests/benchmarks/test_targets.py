@@ -70,8 +70,18 @@ def test_rewa_targets_same_key_at_both_sizes():
 
 
 def test_loes_and_r4_and_arbg_targets():
-    loes = _builder("loes_probe")([{"LOES-last": 6.3}, {"LOES-last": 0.3}])
-    assert loes["loes_minus_last_min_points"] == {"value": 0.3, "target": ">= 3", "met": False}
+    rows = [
+        {"LOES-last": 6.3, "se(last)": 1.0, "LOES-best single (val)": 0.5},
+        {"LOES-last": 4.0, "se(last)": 2.5, "LOES-best single (val)": -0.2},
+    ]
+    loes = _builder("loes_probe")(rows, {"mean": 0.4, "se": 0.1})
+    assert loes["loes_minus_last_pt"] == {"value": 4.0, "target": ">= 3", "met": True}
+    assert loes["loes_minus_last_in_standard_errors"] == {"value": 1.6, "target": ">= 2", "met": False}
+    assert loes["loes_minus_best_single_pt"] == {"value": -0.2, "target": ">= 0", "met": False}
+    assert loes["georeg_minus_plain_finetune_pt"]["met"] is True
+    one_seed = _builder("loes_probe")([{"LOES-last": 5.0, "se(last)": float("nan")}], None)  # --quick, 1 seed
+    assert one_seed.keys() == loes.keys()
+    assert not any(entry["met"] for name, entry in one_seed.items() if name != "loes_minus_last_pt")
     # R4: per-seed runs -> summarise (means over seeds, paired margins) -> one target per noise level
     r4_module = importlib.import_module("benchmarks.r4_reward")
     taus = {  # (budget, noise, method) -> Kendall tau of seeds 0 and 1
