@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import make_recall_batch
 from lightning_icml26.modules import ARMDecoder
+from lightning_icml26.ops.attention import ARMAttention
 
 SEQ, PAIRS, BUDGET = 64, 8, 32
 
@@ -124,6 +125,23 @@ def _sequential(model: ARMDecoder, ids: torch.Tensor) -> torch.Tensor:
     return torch.stack(outs, 1)
 
 
+def _freeze_routing(layer: ARMAttention) -> None:
+    """Diagnostic only: the layer routes by argmax of its (frozen) initial router in training as in evaluation."""
+    route = layer.route
+    layer.w_cluster.requires_grad_(False)
+    layer.w_slot.requires_grad_(False)
+
+    def argmax_route(k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mode = layer.training
+        layer.training = False
+        try:
+            return route(k)
+        finally:
+            layer.training = mode
+
+    layer.route = argmax_route  # type: ignore[method-assign]
+
+
 def _grad_norms(model: ARMDecoder) -> dict[str, float]:
     attn = model.arm_layers()[0]
     block: Any = model.blocks[0]
@@ -153,12 +171,20 @@ def main() -> None:
         action="store_true",
         help="after training full KV, load its weights into ARM with gate 1 and report ARM's recall and routing",
     )
+    parser.add_argument(
+        "--frozen-routing",
+        action="store_true",
+        help="ARM routes by argmax of its initial router in training too (no Gumbel noise, router not trained)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     train = make_recall_batch("mqar", args.steps * args.batch, SEQ, PAIRS, seed=11)
     probe = make_recall_batch("mqar", 64, SEQ, PAIRS, seed=12)
     for kind in args.kinds.split(","):
         model = _model(kind, args)
+        if args.frozen_routing:
+            for layer in model.arm_layers():
+                _freeze_routing(layer)
         opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
         warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
         sched = GumbelTemperatureScheduler(
