@@ -176,6 +176,7 @@ def main() -> None:
         action="store_true",
         help="ARM routes by argmax of its initial router in training too (no Gumbel noise, router not trained)",
     )
+    parser.add_argument("--gate-bias", type=float, default=0.0, help="ARM's initial gate bias (0: g = 0.5)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     train = make_recall_batch("mqar", args.steps * args.batch, SEQ, PAIRS, seed=11)
@@ -185,6 +186,9 @@ def main() -> None:
         if args.frozen_routing:
             for layer in model.arm_layers():
                 _freeze_routing(layer)
+        with torch.no_grad():
+            for layer in model.arm_layers():
+                layer.gate_b.fill_(args.gate_bias)
         opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
         warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
         sched = GumbelTemperatureScheduler(
