@@ -33,6 +33,7 @@ from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import make_recall_batch
 from lightning_icml26.modules import ARMDecoder
 from lightning_icml26.ops.attention import ARMAttention
+from lightning_icml26.ops.attention.arm_memory import gumbel_select
 
 SEQ, PAIRS, BUDGET = 64, 8, 32
 
@@ -142,6 +143,20 @@ def _freeze_routing(layer: ARMAttention) -> None:
     layer.route = argmax_route  # type: ignore[method-assign]
 
 
+def _sharpen_routing(layer: ARMAttention, factor: list[float]) -> None:
+    """Diagnostic only: route with logits multiplied by ``factor[0]`` (>= 1: a sharper sampling distribution)."""
+
+    def route(k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        s = factor[0]
+        r1 = torch.einsum("bhtd,hdc->bhtc", k, layer.w_cluster) * s
+        z1 = gumbel_select(r1, layer.tau, layer.training, layer.generator)
+        r2 = torch.einsum("bhtd,hdm->bhtm", k, layer.w_slot).unflatten(-1, (layer.num_clusters, -1)) * s
+        z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), layer.tau, layer.training, layer.generator)
+        return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
+
+    layer.route = route  # type: ignore[method-assign]
+
+
 def _grad_norms(model: ARMDecoder) -> dict[str, float]:
     attn = model.arm_layers()[0]
     block: Any = model.blocks[0]
@@ -177,6 +192,13 @@ def main() -> None:
         help="ARM routes by argmax of its initial router in training too (no Gumbel noise, router not trained)",
     )
     parser.add_argument("--gate-bias", type=float, default=0.0, help="ARM's initial gate bias (0: g = 0.5)")
+    parser.add_argument(
+        "--noise-end",
+        type=float,
+        default=None,
+        help="diagnostic: divide ARM's router logits by a factor annealed from 1 to this value over the first "
+        "half of training before the Gumbel draw (less routing noise; the router keeps training)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     train = make_recall_batch("mqar", args.steps * args.batch, SEQ, PAIRS, seed=11)
@@ -189,6 +211,10 @@ def main() -> None:
         with torch.no_grad():
             for layer in model.arm_layers():
                 layer.gate_b.fill_(args.gate_bias)
+        sharpen = [1.0]
+        if args.noise_end is not None:
+            for layer in model.arm_layers():
+                _sharpen_routing(layer, sharpen)
         opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
         warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
         sched = GumbelTemperatureScheduler(
@@ -197,6 +223,9 @@ def main() -> None:
         for step in range(args.steps):
             for layer in model.arm_layers():
                 layer.tau = sched.tau_at(step)
+            if args.noise_end is not None:
+                frac = min(1.0, step / (args.steps / 2))
+                sharpen[0] = 1.0 / (1.0 + frac * (args.noise_end - 1.0))
             ids = train["input_ids"][step * args.batch : (step + 1) * args.batch]
             labels = train["labels"][step * args.batch : (step + 1) * args.batch]
             logits = _sequential(model, ids) if args.sequential and kind == "arm" else model(ids)
