@@ -44,6 +44,20 @@ def test_hard_gumbel_is_one_hot_with_the_soft_relaxations_gradient() -> None:
     assert torch.equal(evald.argmax(-1), logits.argmax(-1))
 
 
+def test_training_routing_choice_does_not_depend_on_tau() -> None:
+    # The hard choice is argmax(logits + Gumbel noise): annealing tau changes the gradient, not how random the
+    # training-time routing is (docs/arm.md, diagnosis). Reference: the argmax of logits plus the same noise.
+    logits = torch.randn(200, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    picks = []
+    for tau in (2.0, 1.0, 0.2, 0.01):
+        picks.append(gumbel_select(logits, tau, True, torch.Generator().manual_seed(7)).argmax(-1))
+    uniform = torch.rand(logits.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    reference = (logits - torch.log(-torch.log(uniform))).argmax(-1)
+    for pick in picks:
+        assert torch.equal(pick, reference)
+    assert not torch.equal(reference, logits.argmax(-1))  # the noise does move choices
+
+
 def test_gate_zero_keeps_memory_and_gate_one_overwrites_exactly() -> None:
     g = torch.Generator().manual_seed(0)
     mk, mv = torch.randn(2, 3, 6, 4, generator=g), torch.randn(2, 3, 6, 4, generator=g)

@@ -183,3 +183,18 @@ def test_cache_from_another_configuration_errors() -> None:
         gsa.step(q[:, :1], k[:, :1], v[:, :1], GatedSlotAttention(2, 4, num_slots=4).empty_cache(2))
     with pytest.raises(ValueError, match="num_slots"):
         GatedSlotAttention(2, 4, num_slots=0)
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [EvictionAttention("h2o", 2, 4, budget=6, recent=2), GatedSlotAttention(2, 4, num_slots=3)],
+    ids=["h2o", "gsa"],
+)
+def test_step_rejects_many_tokens_and_a_cache_of_another_batch(layer: torch.nn.Module) -> None:
+    q, k, v = _qkv(2)
+    with pytest.raises(ValueError, match="one token at a time, got q with seq length"):
+        layer.step(q[:, :2], k[:, :2], v[:, :2], layer.empty_cache(2))
+    with pytest.raises(ValueError, match="cache batch 3 differs from q batch 2"):
+        layer.step(q[:, :1], k[:, :1], v[:, :1], layer.empty_cache(3))
+    with pytest.raises(ValueError, match="cache was built for configuration str"):
+        layer.step(q[:, :1], k[:, :1], v[:, :1], "cache")

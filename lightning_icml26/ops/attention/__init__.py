@@ -10,6 +10,7 @@ from __future__ import annotations
 from lightning_icml26.ops.attention._kernels import apply_rotary
 from lightning_icml26.ops.attention.arm import ARM_READ_POLICIES, ARM_WRITE_MODES, ARMAttention, ARMCache
 from lightning_icml26.ops.attention.block_sparse import topk_block_attention
+from lightning_icml26.ops.attention.decode_check import check_decode_step
 from lightning_icml26.ops.attention.dense import dense_attention
 from lightning_icml26.ops.attention.gsa import GatedSlotAttention, GSACache
 from lightning_icml26.ops.attention.hf_fused import (
@@ -51,6 +52,7 @@ __all__ = [
     "ARMCache",
     "ATTENTION_BACKENDS",
     "ATTENTION_CHOICES",
+    "check_decode_step",
     "check_heads",
     "ContextParallelAttentionConfig",
     "dense_attention",

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lightning_icml26.ops.attention.arm_memory import gumbel_select, joint_read, masked_softmax, rank_desc, slot_write
+from lightning_icml26.ops.attention.decode_check import check_decode_step
 
 __all__ = ["ARM_READ_POLICIES", "ARM_WRITE_MODES", "ARMAttention", "ARMCache"]
 
@@ -48,6 +49,11 @@ class ARMCache:
     def nbytes(self) -> int:
         """Bytes of the key/value tensors held (memory slots plus window): ``2 (M + W) B H d`` elements."""
         return sum(t.numel() * t.element_size() for t in (self.mem_k, self.mem_v, self.win_k, self.win_v))
+
+    @property
+    def batch_size(self) -> int:
+        """Sequences held."""
+        return self.mem_k.shape[0]
 
 
 def _positive_int(name: str, value: object, minimum: int) -> int:
@@ -332,13 +338,7 @@ class ARMAttention(nn.Module):
     def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
         """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache."""
         self._check_qkv(q, k, v)
-        if q.shape[1] != 1:
-            raise ValueError(f"step takes one token at a time, got q with seq length {q.shape[1]}")
-        if not isinstance(cache, ARMCache) or cache.signature != self.signature:
-            got = cache.signature if isinstance(cache, ARMCache) else type(cache).__name__
-            raise ValueError(f"cache was built for configuration {got}, this layer has {self.signature}")
-        if cache.mem_k.shape[0] != q.shape[0]:
-            raise ValueError(f"cache batch {cache.mem_k.shape[0]} differs from q batch {q.shape[0]}")
+        check_decode_step(q, cache, ARMCache, self.signature)
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         mk, mv, occ = cache.mem_k, cache.mem_v, cache.occupied
         if self.write_mode == "every_token" or self.window == 0:

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lightning_icml26.ops.attention.decode_check import check_decode_step
+
 __all__ = ["GatedSlotAttention", "GSACache"]
 
 
@@ -30,6 +32,11 @@ class GSACache:
     def nbytes(self) -> int:
         """Bytes of the slot keys and values."""
         return self.hk.numel() * self.hk.element_size() + self.hv.numel() * self.hv.element_size()
+
+    @property
+    def batch_size(self) -> int:
+        """Sequences held."""
+        return self.hk.shape[0]
 
 
 class GatedSlotAttention(nn.Module):
@@ -121,11 +128,7 @@ class GatedSlotAttention(nn.Module):
     def step(self, q: Tensor, k: Tensor, v: Tensor, cache: GSACache) -> tuple[Tensor, GSACache]:
         """The recurrence for one token ``(B, 1, H, d)``."""
         self._check(q, k, v)
-        if q.shape[1] != 1:
-            raise ValueError(f"step takes one token at a time, got q with seq length {q.shape[1]}")
-        if not isinstance(cache, GSACache) or cache.signature != self.signature:
-            got = cache.signature if isinstance(cache, GSACache) else type(cache).__name__
-            raise ValueError(f"cache was built for configuration {got}, this layer has {self.signature}")
+        check_decode_step(q, cache, GSACache, self.signature)
         qh, kh, vh = (t.transpose(1, 2)[:, :, 0] for t in (q, k, v))
         alpha = torch.exp(self.log_alpha(kh.unsqueeze(2))[:, :, 0]).unsqueeze(-1)
         hk = alpha * cache.hk + (1 - alpha) * kh.unsqueeze(2)

@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lightning_icml26.ops.attention.decode_check import check_decode_step
+
 __all__ = ["EVICTION_KINDS", "EvictionAttention", "KVCache"]
 
 EVICTION_KINDS = ("full", "streaming", "snapkv", "h2o")
@@ -57,6 +59,11 @@ class KVCache:
     def nbytes(self) -> int:
         """Bytes of the kept keys and values."""
         return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+
+    @property
+    def batch_size(self) -> int:
+        """Sequences held."""
+        return self.k.shape[0]
 
 
 def _gather(t: Tensor, idx: Tensor) -> Tensor:
@@ -208,11 +215,7 @@ class EvictionAttention(nn.Module):
     def step(self, q: Tensor, k: Tensor, v: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
         """Decode one token ``(B, 1, H, d)``: attend over the cache and the token, then evict if over budget."""
         self._check(q, k, v)
-        if q.shape[1] != 1:
-            raise ValueError(f"step takes one token at a time, got q with seq length {q.shape[1]}")
-        if not isinstance(cache, KVCache) or cache.signature != self.signature:
-            got = cache.signature if isinstance(cache, KVCache) else type(cache).__name__
-            raise ValueError(f"cache was built for configuration {got}, this layer has {self.signature}")
+        check_decode_step(q, cache, KVCache, self.signature)
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         keys, vals = torch.cat([cache.k, kh], dim=2), torch.cat([cache.v, vh], dim=2)
         pos = torch.cat([cache.pos, cache.pos.new_full((*cache.pos.shape[:2], 1), cache.position)], dim=2)

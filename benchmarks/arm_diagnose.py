@@ -1,0 +1,253 @@
+"""Diagnostics of ARM (experimental) on MQAR: can it store and recall pairs when full KV learns fast?
+
+Not a claim benchmark: a short, fast setting (64 tokens, 8 pairs, 16 filler tokens, budget 32 per head = an
+8-token window plus 24 slots in 4 clusters, so the 8 value tokens fit in the slots) where full KV and ARM train
+for the same steps on the same batches, with the same optimiser and temperature schedule as
+``benchmarks/arm_kv_budget.py``. Every ``--every`` steps it prints, for ARM, on a fixed probe batch:
+
+* recall with the decode cache (argmax routing, as evaluated) and the training loss;
+* routing: distinct slots the value tokens are routed to per sequence and head (out of 8), the fraction of value
+  tokens whose slot is written again before the queries (``overwritten``), the distinct slots all filler
+  tokens go to, and the mean gate of value, key and filler writes;
+* gradient norms of the cluster router, the slot router, the gate weights and bias (does the straight-through
+  gradient reach them?), next to that of the q/k/v projection;
+* the read: occupied slots when the queries arrive and mean slots read.
+
+Run: ``python benchmarks/arm_diagnose.py [--steps N] [--every K] [--write-mode M] [--tau-start T]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lightning_icml26.callbacks import GumbelTemperatureScheduler
+from lightning_icml26.data import make_recall_batch
+from lightning_icml26.modules import ARMDecoder
+from lightning_icml26.ops.attention import ARMAttention
+from lightning_icml26.ops.attention.arm_memory import gumbel_select
+
+SEQ, PAIRS, BUDGET = 64, 8, 32
+
+
+def _model(kind: str, args: argparse.Namespace) -> ARMDecoder:
+    torch.manual_seed(args.seed)
+    kwargs: dict[str, Any] = {}
+    if kind == "arm":
+        kwargs = {
+            "window": BUDGET // 4,
+            "num_clusters": 4,
+            "write_mode": args.write_mode,
+            "balance_weight": args.balance,
+        }
+    return ARMDecoder(d_model=64, num_layers=1, num_heads=4, attention=kind, budget=BUDGET, attention_kwargs=kwargs)
+
+
+@torch.no_grad()
+def _recall(model: ARMDecoder, ids: torch.Tensor, labels: torch.Tensor) -> float:
+    model.eval()
+    start = SEQ - 2 * PAIRS + 1
+    logits, state = model.prefill(ids[:, :start])
+    outs = [logits[:, -1]]
+    for t in range(start, SEQ):
+        step, state = model.step(ids[:, t], state)
+        outs.append(step)
+    pred, gold = torch.stack(outs, 1), labels[:, start - 1 :]
+    scored = gold != -100
+    model.train()
+    return (pred.argmax(-1)[scored] == gold[scored]).float().mean().item()
+
+
+@torch.no_grad()
+def _routing(model: ARMDecoder, ids: torch.Tensor) -> dict[str, float]:
+    """Replays the writes of the prefill (argmax routing) and records slots, overwrites and gates."""
+    model.eval()
+    attn = model.arm_layers()[0]
+    block: Any = model.blocks[0]
+    q, k, v = block._qkv(model._embed(ids))
+    kh, vh = k.transpose(1, 2), v.transpose(1, 2)
+    z, _ = attn.route(kh)
+    slot = z.argmax(-1)  # (B, H, T), argmax routing as evaluated
+    attn.train()
+    sampled = attn.route(kh)[0].argmax(-1)  # Gumbel-sampled routing as in training (same hard choice at any tau)
+    attn.eval()
+    b, h, n, d = kh.shape
+    lag = 0 if attn.write_mode == "every_token" else attn.window
+    q_start = SEQ - 2 * PAIRS
+    mem_k = kh.new_zeros(b, h, attn.num_slots, d)
+    gates: dict[str, list[float]] = {"value": [], "key": [], "filler": []}
+    last_writer = torch.full((b, h, attn.num_slots), -1, dtype=torch.long)
+    kinds = ["key" if t < 2 * PAIRS and t % 2 == 0 else "value" if t < 2 * PAIRS else "filler" for t in range(n)]
+    for src in range(0, q_start - lag):  # every write before the first query arrives
+        idx = slot[:, :, src]
+        old = mem_k.gather(2, idx[..., None, None].expand(b, h, 1, d))[:, :, 0]
+        feats = torch.cat([kh[:, :, src], old, vh[:, :, src]], dim=-1)
+        g = torch.sigmoid(torch.einsum("bhf,hf->bh", feats, attn.gate_w) + attn.gate_b)
+        gates[kinds[src]].append(g.mean().item())
+        new = (1 - g[..., None]) * old + g[..., None] * kh[:, :, src]
+        mem_k.scatter_(2, idx[..., None, None].expand(b, h, 1, d), new[:, :, None])
+        last_writer.scatter_(2, idx[..., None], src)
+    value_pos = torch.arange(1, 2 * PAIRS, 2)
+    vslots = slot[:, :, value_pos]  # (B, H, P)
+    distinct = torch.tensor([[len(set(vslots[i, j].tolist())) for j in range(h)] for i in range(b)]).float()
+    survived = last_writer.gather(2, vslots) == value_pos.view(1, 1, -1)
+    later = sampled[:, :, None, 2 * PAIRS : q_start - lag] == sampled[:, :, value_pos, None]
+    later = later | torch.stack(
+        [(sampled[:, :, p + 1 : 2 * PAIRS] == sampled[:, :, p, None]).any(-1) for p in value_pos.tolist()], dim=-1
+    ).unsqueeze(-1)
+    filler = slot[:, :, 2 * PAIRS : q_start - lag]
+    filler_distinct = torch.tensor([[len(set(filler[i, j].tolist())) for j in range(h)] for i in range(b)]).float()
+    model.train()
+    return {
+        "value_slots": distinct.mean().item(),
+        "overwritten": 1 - survived.float().mean().item(),
+        "overwritten_train": later.any(-1).float().mean().item(),
+        "filler_slots": filler_distinct.mean().item(),
+        "occupied": (last_writer >= 0).float().sum(-1).mean().item(),
+        **{f"gate_{key}": statistics.fmean(vals) for key, vals in gates.items() if vals},
+    }
+
+
+def _sequential(model: ARMDecoder, ids: torch.Tensor) -> torch.Tensor:
+    """Training logits through the decode step, whose write is the full ``(1 - g z) M + g z x`` update."""
+    logits, state = model.prefill(ids[:, :1])
+    outs = [logits[:, 0]]
+    for t in range(1, ids.shape[1]):
+        step, state = model.step(ids[:, t], state)
+        outs.append(step)
+    return torch.stack(outs, 1)
+
+
+def _freeze_routing(layer: ARMAttention) -> None:
+    """Diagnostic only: the layer routes by argmax of its (frozen) initial router in training as in evaluation."""
+    route = layer.route
+    layer.w_cluster.requires_grad_(False)
+    layer.w_slot.requires_grad_(False)
+
+    def argmax_route(k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mode = layer.training
+        layer.training = False
+        try:
+            return route(k)
+        finally:
+            layer.training = mode
+
+    layer.route = argmax_route  # type: ignore[method-assign]
+
+
+def _sharpen_routing(layer: ARMAttention, factor: list[float]) -> None:
+    """Diagnostic only: route with logits multiplied by ``factor[0]`` (>= 1: a sharper sampling distribution)."""
+
+    def route(k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        s = factor[0]
+        r1 = torch.einsum("bhtd,hdc->bhtc", k, layer.w_cluster) * s
+        z1 = gumbel_select(r1, layer.tau, layer.training, layer.generator)
+        r2 = torch.einsum("bhtd,hdm->bhtm", k, layer.w_slot).unflatten(-1, (layer.num_clusters, -1)) * s
+        z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), layer.tau, layer.training, layer.generator)
+        return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
+
+    layer.route = route  # type: ignore[method-assign]
+
+
+def _grad_norms(model: ARMDecoder) -> dict[str, float]:
+    attn = model.arm_layers()[0]
+    block: Any = model.blocks[0]
+    named = {"g_cluster": attn.w_cluster, "g_slot": attn.w_slot, "g_gate_w": attn.gate_w, "g_gate_b": attn.gate_b}
+    out = {name: 0.0 if p.grad is None else p.grad.norm().item() for name, p in named.items()}
+    out["g_qkv"] = block.qkv.weight.grad.norm().item()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--every", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--tau-start", type=float, default=1.0)
+    parser.add_argument("--tau-min", type=float, default=0.2)
+    parser.add_argument("--write-mode", default="on_eviction")
+    parser.add_argument("--kinds", default="full,arm")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--balance", type=float, default=0.0, help="ARM's load-balancing weight")
+    parser.add_argument(
+        "--sequential", action="store_true", help="train ARM through its decode step (full straight-through update)"
+    )
+    parser.add_argument(
+        "--transplant",
+        action="store_true",
+        help="after training full KV, load its weights into ARM with gate 1 and report ARM's recall and routing",
+    )
+    parser.add_argument(
+        "--frozen-routing",
+        action="store_true",
+        help="ARM routes by argmax of its initial router in training too (no Gumbel noise, router not trained)",
+    )
+    parser.add_argument("--gate-bias", type=float, default=0.0, help="ARM's initial gate bias (0: g = 0.5)")
+    parser.add_argument(
+        "--noise-end",
+        type=float,
+        default=None,
+        help="diagnostic: divide ARM's router logits by a factor annealed from 1 to this value over the first "
+        "half of training before the Gumbel draw (less routing noise; the router keeps training)",
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    train = make_recall_batch("mqar", args.steps * args.batch, SEQ, PAIRS, seed=11)
+    probe = make_recall_batch("mqar", 64, SEQ, PAIRS, seed=12)
+    for kind in args.kinds.split(","):
+        model = _model(kind, args)
+        if args.frozen_routing:
+            for layer in model.arm_layers():
+                _freeze_routing(layer)
+        with torch.no_grad():
+            for layer in model.arm_layers():
+                layer.gate_b.fill_(args.gate_bias)
+        sharpen = [1.0]
+        if args.noise_end is not None:
+            for layer in model.arm_layers():
+                _sharpen_routing(layer, sharpen)
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+        warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
+        sched = GumbelTemperatureScheduler(
+            tau_start=args.tau_start, tau_min=args.tau_min, schedule="linear", total_steps=args.steps
+        )
+        for step in range(args.steps):
+            for layer in model.arm_layers():
+                layer.tau = sched.tau_at(step)
+            if args.noise_end is not None:
+                frac = min(1.0, step / (args.steps / 2))
+                sharpen[0] = 1.0 / (1.0 + frac * (args.noise_end - 1.0))
+            ids = train["input_ids"][step * args.batch : (step + 1) * args.batch]
+            labels = train["labels"][step * args.batch : (step + 1) * args.batch]
+            logits = _sequential(model, ids) if args.sequential and kind == "arm" else model(ids)
+            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+            opt.zero_grad()
+            (loss + model.aux_weight * model.aux_loss()).backward()
+            if (step + 1) % args.every == 0 or step == 0:
+                row: dict[str, float] = {"step": step + 1, "loss": loss.item()}
+                row["recall"] = _recall(model, probe["input_ids"], probe["labels"])
+                if kind == "arm":
+                    row |= _grad_norms(model) | _routing(model, probe["input_ids"])
+                print(kind, " ".join(f"{key}={val:.3g}" for key, val in row.items()), flush=True)
+            opt.step()
+            warmup.step()
+        if args.transplant and kind == "full":
+            arm = _model("arm", args)
+            missing = arm.load_state_dict(model.state_dict(), strict=False).missing_keys
+            with torch.no_grad():
+                arm.arm_layers()[0].gate_b.fill_(20.0)  # g = 1: every write overwrites its slot
+            row = {"recall": _recall(arm, probe["input_ids"], probe["labels"])} | _routing(arm, probe["input_ids"])
+            print("arm<-full", f"(untrained: {missing})", " ".join(f"{k}={v:.3g}" for k, v in row.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main()
