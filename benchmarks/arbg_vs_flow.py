@@ -49,8 +49,8 @@ from lightning_icml26.metrics.functional import energy_w2, torus_w2
 from lightning_icml26.modules.arbg import ArBG, FlowBG
 
 CONFIG = {  # system: (num_bins, coord_range, hidden, layers)
-    "dw4": (256, (-4.0, 4.0), 64, 3),
-    "lj13": (256, (-6.0, 6.0), 64, 3),
+    "dw4": (512, (-6.0, 6.0), 64, 3),
+    "lj13": (512, (-6.0, 6.0), 64, 3),
     "aldp": (512, (-5.0, 5.0), 64, 3),
 }
 MAX_TRANSFORMS = 4
@@ -186,11 +186,21 @@ def evaluate(
 
 
 def split(data: Tensor, n_val: int, n_test: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Strided split (time-ordered chains: every k-th frame) into training, validation and test conformations."""
-    k = data.shape[0] // (n_val + n_test)
-    idx = torch.arange(data.shape[0])
-    is_val, is_test = idx % k == k - 2, idx % k == k - 1
-    return data[~(is_val | is_test)], data[is_val][:n_val], data[is_test][:n_test]
+    """Training, validation and test conformations: held-out frames evenly spaced over the (time-ordered) chains.
+
+    Example:
+        >>> tr, va, te = split(torch.arange(10.0)[:, None, None], 2, 2)
+        >>> tr.flatten().tolist(), va.flatten().tolist(), te.flatten().tolist()
+        ([1.0, 3.0, 4.0, 6.0, 8.0, 9.0], [0.0, 5.0], [2.0, 7.0])
+    """
+    m = n_val + n_test
+    if data.shape[0] <= m:
+        raise ValueError(f"need more than n_val + n_test = {m} conformations, got {data.shape[0]}")
+    held = (torch.arange(m) * data.shape[0]) // m
+    order = torch.cat([torch.arange(0, m, 2), torch.arange(1, m, 2)])  # alternate validation / test frames
+    is_train = torch.ones(data.shape[0], dtype=torch.bool)
+    is_train[held] = False
+    return data[is_train], data[held[order[:n_val]]], data[held[order[n_val:]]]
 
 
 def run_seed(name: str, seed: int, args: argparse.Namespace, sizes: tuple[int, int, int, int]) -> dict[str, Any]:
@@ -327,6 +337,8 @@ def main() -> None:
         rows += sys_rows
         systems[name] = {"runs": runs, "means": means, "config": CONFIG[name]}
         targets.update(build_targets(name, means))
+        # partial record after each system, so a long run that is stopped keeps its finished systems
+        write_json(args.json, "arbg_vs_flow", {"rows": rows, "systems": systems, "targets": targets}, args)
         print(markdown_table(sys_rows), flush=True)
     budget = f"{args.epochs} epochs" if args.budget_mode == "epochs" else f"{args.budget:.0f} CPU s"
     print(
