@@ -77,6 +77,12 @@ class ArBG(pl.LightningModule):
     ``top_p`` equals the sampler's own log-probability, and the returned density includes the bin width and the
     scale (``-d log(delta * scale)``), a proper density over Cartesian coordinates.
 
+    ``dequantization="empirical"`` draws the position inside each bin from the within-bin offsets of the training
+    data instead of uniformly (see :class:`CoordinateTokenizer`); the offset histogram is fitted in :meth:`setup`
+    from the data module's training positions, or by calling :meth:`fit_dequantization`, and its log density is
+    part of :meth:`log_prob` and of the sampler's log density. With the default ``"uniform"`` the model is
+    exactly the uniform-dequantisation ArBG.
+
     Deviations: a dedicated start token (index ``num_bins``) instead of reusing bin 0; rotary instead of
     sinusoidal positions (Llama); uniform bins of width ``(hi - lo) / B`` for both binning and dequantisation.
 
@@ -96,6 +102,9 @@ class ArBG(pl.LightningModule):
         rotate: random-rotation augmentation during training.
         com_noise: centre-of-mass noise augmentation during training.
         label_smoothing: cross-entropy label smoothing.
+        dequantization: ``"uniform"`` (default) or ``"empirical"`` within-bin dequantisation.
+        offset_resolution: sub-bins of the empirical within-bin offset histogram.
+        offset_prior: pseudo-count per sub-bin of that histogram.
         optimizer: optimizer factory (Hydra ``_partial_: true``); default AdamW(lr=5e-4, weight_decay=0.01).
         lr_scheduler: optional scheduler factory, stepped per epoch.
 
@@ -127,6 +136,9 @@ class ArBG(pl.LightningModule):
         rotate: bool = True,
         com_noise: bool = True,
         label_smoothing: float = 0.0,
+        dequantization: str = "uniform",
+        offset_resolution: int = 16,
+        offset_prior: float = 1.0,
         optimizer: OptimizerFactory | None = None,
         lr_scheduler: SchedulerFactory | None = None,
     ) -> None:
@@ -143,9 +155,15 @@ class ArBG(pl.LightningModule):
         self.rotate, self.com_noise, self.label_smoothing = rotate, com_noise, label_smoothing
         self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.tokenizer = CoordinateTokenizer(
-            num_bins, (float(coord_range[0]), float(coord_range[1])), 1.0 if scale is None else float(scale)
+            num_bins,
+            (float(coord_range[0]), float(coord_range[1])),
+            1.0 if scale is None else float(scale),
+            dequantization=dequantization,
+            offset_resolution=offset_resolution,
+            offset_prior=offset_prior,
         )
         self._scale_fitted = scale is not None
+        self._offsets_fitted = dequantization == "uniform"
         self.num_bins = num_bins
         self.start_token = num_bins
 
@@ -222,7 +240,8 @@ class ArBG(pl.LightningModule):
                 self.token_log_prob(chunk.to(self.device), temperature, top_k, top_p).double().cpu()
                 for chunk in tokens.split(batch_size)
             ]
-        return torch.cat(out) - self.tokenizer.log_volume(self.length)
+        offsets = self.tokenizer.offset_log_density(x.reshape(x.shape[0], -1)).cpu()
+        return torch.cat(out) + offsets - self.tokenizer.log_volume(self.length)
 
     @torch.no_grad()
     def sample_tokens(
@@ -275,8 +294,9 @@ class ArBG(pl.LightningModule):
         for start in range(0, num_samples, batch_size):
             n = min(batch_size, num_samples - start)
             tokens, log_p = self.sample_tokens(n, temperature, top_k, top_p, generator)
-            xs.append(self.tokenizer.decode(tokens.cpu(), generator=generator).reshape(n, self.n_atoms, self.dim))
-            lps.append(log_p.double().cpu())
+            flat = self.tokenizer.decode(tokens.cpu(), generator=generator)
+            xs.append(flat.reshape(n, self.n_atoms, self.dim))
+            lps.append(log_p.double().cpu() + self.tokenizer.offset_log_density(flat).cpu())
         return torch.cat(xs), torch.cat(lps) - self.tokenizer.log_volume(self.length)
 
     def sample(
@@ -290,18 +310,42 @@ class ArBG(pl.LightningModule):
         """Standard deviation of the centre of mass the model was trained with (physical units)."""
         return float(self.tokenizer.scale) / math.sqrt(self.n_atoms) if self.com_noise else 0.0
 
+    def fit_dequantization(self, x: Tensor, generator: torch.Generator | None = None) -> None:
+        """Fit the empirical within-bin offset histogram on training conformations ``x`` ``(N, n_atoms, dim)``.
+
+        The conformations go through the training augmentation first (centring, rotation, centre-of-mass noise
+        as configured), so the offsets are those of the sequences the model is trained on.
+
+        Raises:
+            ValueError: if the model uses ``dequantization="uniform"`` or ``x`` falls outside the binning range.
+
+        Example:
+            >>> m = ArBG(n_atoms=2, dim=1, num_bins=4, coord_range=(-3.0, 3.0), scale=1.0, hidden_size=8,
+            ...          num_layers=1, num_heads=2, dequantization="empirical")
+            >>> m.fit_dequantization(torch.randn(50, 2, 1) * 0.5)
+            >>> int(m.tokenizer.offset_counts.sum())
+            100
+        """
+        x = x.reshape(x.shape[0], self.n_atoms, self.dim).double()
+        self.tokenizer.fit_offsets(augment(x, rotate=self.rotate, com_std=self.com_std, generator=generator))
+        self._offsets_fitted = True
+
     # ------------------------------------------------------------------ Lightning hooks
     def setup(self, stage: str) -> None:
-        """Fit ``scale`` on the data module's training positions when it was not given."""
-        if self._scale_fitted:
+        """Fit ``scale`` (when not given) and the empirical offsets (when used) on the data module's positions."""
+        if self._scale_fitted and self._offsets_fitted:
             return
         dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
         if dm is None or not hasattr(dm, "train_positions"):
             raise ValueError(
-                "scale=None needs a data module with train_positions() (BoltzmannDataModule); pass scale=<float>"
+                "scale=None or dequantization='empirical' needs a data module with train_positions() "
+                "(BoltzmannDataModule); pass scale=<float> and call fit_dequantization(x)"
             )
-        self.tokenizer.fit_scale(dm.train_positions())
-        self._scale_fitted = True
+        if not self._scale_fitted:
+            self.tokenizer.fit_scale(dm.train_positions())
+            self._scale_fitted = True
+        if not self._offsets_fitted:
+            self.fit_dequantization(dm.train_positions())
 
     def _loss(self, batch: Any, train: bool) -> Tensor:
         x = batch[0] if isinstance(batch, (tuple, list)) else batch
