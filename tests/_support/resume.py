@@ -87,4 +87,4 @@ def assert_same_weights(a: LightningModule, b: LightningModule, atol: float = 1e
     sa, sb = a.state_dict(), b.state_dict()
     assert list(sa) == list(sb)
     for name, value in sa.items():
-        torch.testing.assert_close(value, sb[name], rtol=0, atol=atol, msg=lambda m, n=name: f"{n}: {m}")
+        torch.testing.assert_close(value, sb[name], rtol=0, atol=atol, msg=f"{name} differs beyond {atol}")
