@@ -13,12 +13,31 @@ for the same steps on the same batches, with the same optimiser and temperature 
   gradient reach them?), next to that of the q/k/v projection;
 * the read: occupied slots when the queries arrive and mean slots read.
 
-Run: ``python benchmarks/arm_diagnose.py [--steps N] [--every K] [--write-mode M] [--tau-start T]``.
+Besides the log it checks the diagnosis's claims and, with ``--json PATH``, writes them as ``figures.targets``
+(the same keys at every size; a kind that was not run leaves its figures ``nan``, so its targets are missed):
+
+* ``full_kv_recall`` (``>= 0.9``): full KV learns the setting (the comparison means something);
+* ``transplant_recall`` (``>= 0.5``): full KV's trained weights loaded into ARM (untrained router, gate forced
+  to 1) recall the pairs through ARM's write and read path: no bug there;
+* ``arm_recall`` (``<= 0.05``, chance is 1/128): ARM as shipped stays at chance;
+* ``frozen_router_recall`` (``>= 0.5``): the same ARM routed by the argmax of its initial router in training too
+  (kind ``arm_frozen``, a diagnostic) does learn, so the training-time routing is what blocks learning;
+* ``gumbel_over_argmax_overwrites_at_init`` (``>= 1.5``): at the initial router, Gumbel routing (training)
+  overwrites a value token's slot before its query far more often than argmax routing (evaluation);
+* ``hard_choice_same_at_both_taus`` (``>= 1``): under the same Gumbel noise the hard routing choice at
+  ``tau_start`` equals the one at ``tau_min`` for every token (annealing tau does not reduce the noise).
+
+The recall targets need the full-size setting (``--steps 1200``, a few hours on two shared cores with the three
+kinds); ``--quick`` (40 steps of 16) learns nothing and checks only the routing claims and the plumbing.
+
+Run: ``python benchmarks/arm_diagnose.py [--quick] [--json PATH] [--steps N] [--every K] [--kinds full,arm,arm_frozen]
+[--write-mode M] [--tau-start T]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -29,6 +48,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._common import benchmark_parser, print_targets, target, write_json
 from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import make_recall_batch
 from lightning_icml26.modules import ARMDecoder
@@ -38,17 +58,23 @@ from lightning_icml26.ops.attention.arm_memory import gumbel_select
 SEQ, PAIRS, BUDGET = 64, 8, 32
 
 
+KINDS = ("full", "arm", "arm_frozen")
+
+
 def _model(kind: str, args: argparse.Namespace) -> ARMDecoder:
     torch.manual_seed(args.seed)
     kwargs: dict[str, Any] = {}
-    if kind == "arm":
+    if kind.startswith("arm"):
         kwargs = {
             "window": BUDGET // 4,
             "num_clusters": 4,
             "write_mode": args.write_mode,
             "balance_weight": args.balance,
         }
-    return ARMDecoder(d_model=64, num_layers=1, num_heads=4, attention=kind, budget=BUDGET, attention_kwargs=kwargs)
+    attention = "arm" if kind.startswith("arm") else kind
+    return ARMDecoder(
+        d_model=64, num_layers=1, num_heads=4, attention=attention, budget=BUDGET, attention_kwargs=kwargs
+    )
 
 
 @torch.no_grad()
@@ -166,8 +192,27 @@ def _grad_norms(model: ARMDecoder) -> dict[str, float]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@torch.no_grad()
+def hard_choice_agreement(model: ARMDecoder, ids: torch.Tensor, tau_a: float, tau_b: float, seed: int = 0) -> float:
+    """Fraction of (sequence, head, token) routing choices equal at ``tau_a`` and ``tau_b`` under the same noise."""
+    attn = model.arm_layers()[0]
+    block: Any = model.blocks[0]
+    kh = block._qkv(model._embed(ids))[1].transpose(1, 2)
+    mode, tau, generator = attn.training, attn.tau, attn.generator
+    choices = []
+    try:
+        attn.train()
+        for value in (tau_a, tau_b):
+            attn.tau, attn.generator = value, torch.Generator().manual_seed(seed)
+            choices.append(attn.route(kh)[0].argmax(-1))
+    finally:
+        attn.train(mode)
+        attn.tau, attn.generator = tau, generator
+    return (choices[0] == choices[1]).float().mean().item()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--every", type=int, default=100)
     parser.add_argument("--batch", type=int, default=32)
@@ -175,8 +220,7 @@ def main() -> None:
     parser.add_argument("--tau-start", type=float, default=1.0)
     parser.add_argument("--tau-min", type=float, default=0.2)
     parser.add_argument("--write-mode", default="on_eviction")
-    parser.add_argument("--kinds", default="full,arm")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, from {KINDS}")
     parser.add_argument("--balance", type=float, default=0.0, help="ARM's load-balancing weight")
     parser.add_argument(
         "--sequential", action="store_true", help="train ARM through its decode step (full straight-through update)"
@@ -184,12 +228,13 @@ def main() -> None:
     parser.add_argument(
         "--transplant",
         action="store_true",
-        help="after training full KV, load its weights into ARM with gate 1 and report ARM's recall and routing",
+        help="(always on when full KV is trained; kept for old command lines) after training full KV, load its "
+        "weights into ARM with gate 1 and report ARM's recall and routing",
     )
     parser.add_argument(
         "--frozen-routing",
         action="store_true",
-        help="ARM routes by argmax of its initial router in training too (no Gumbel noise, router not trained)",
+        help="kind arm routes by argmax of its initial router in training too (as kind arm_frozen always does)",
     )
     parser.add_argument("--gate-bias", type=float, default=0.0, help="ARM's initial gate bias (0: g = 0.5)")
     parser.add_argument(
@@ -199,54 +244,115 @@ def main() -> None:
         help="diagnostic: divide ARM's router logits by a factor annealed from 1 to this value over the first "
         "half of training before the Gumbel draw (less routing noise; the router keeps training)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def _fmt_row(row: dict[str, float]) -> str:
+    return " ".join(f"{key}={val:.3g}" for key, val in row.items())
+
+
+def train_kind(
+    kind: str, args: argparse.Namespace, train: dict[str, torch.Tensor], probe: dict[str, torch.Tensor]
+) -> tuple[ARMDecoder, list[dict[str, float]]]:
+    """Train one kind; return the model and its log rows (step 1, every ``--every`` steps, and the last step)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    model = _model(kind, args)
+    if kind == "arm_frozen" or (kind == "arm" and args.frozen_routing):
+        for layer in model.arm_layers():
+            _freeze_routing(layer)
+    with torch.no_grad():
+        for layer in model.arm_layers():
+            layer.gate_b.fill_(args.gate_bias)
+    sharpen = [1.0]
+    if args.noise_end is not None:
+        for layer in model.arm_layers():
+            _sharpen_routing(layer, sharpen)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
+    sched = GumbelTemperatureScheduler(
+        tau_start=args.tau_start, tau_min=args.tau_min, schedule="linear", total_steps=args.steps
+    )
+    rows: list[dict[str, float]] = []
+    for step in range(args.steps):
+        for layer in model.arm_layers():
+            layer.tau = sched.tau_at(step)
+        if args.noise_end is not None:
+            frac = min(1.0, step / (args.steps / 2))
+            sharpen[0] = 1.0 / (1.0 + frac * (args.noise_end - 1.0))
+        ids = train["input_ids"][step * args.batch : (step + 1) * args.batch]
+        labels = train["labels"][step * args.batch : (step + 1) * args.batch]
+        logits = _sequential(model, ids) if args.sequential and kind != "full" else model(ids)
+        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+        opt.zero_grad()
+        (loss + model.aux_weight * model.aux_loss()).backward()
+        if (step + 1) % args.every == 0 or step == 0 or step == args.steps - 1:
+            row: dict[str, float] = {"step": step + 1, "loss": loss.item()}
+            row["recall"] = _recall(model, probe["input_ids"], probe["labels"])
+            if kind != "full":
+                row |= _grad_norms(model) | _routing(model, probe["input_ids"])
+            print(kind, _fmt_row(row), flush=True)
+            rows.append(row)
+        opt.step()
+        warmup.step()
+    return model, rows
+
+
+def transplant(full: ARMDecoder, args: argparse.Namespace, probe: dict[str, torch.Tensor]) -> dict[str, float]:
+    """Full KV's trained weights in ARM (its router untrained, gate forced to 1): recall and routing."""
+    arm = _model("arm", args)
+    missing = arm.load_state_dict(full.state_dict(), strict=False).missing_keys
+    with torch.no_grad():
+        arm.arm_layers()[0].gate_b.fill_(20.0)  # g = 1: every write overwrites its slot
+    row = {"recall": _recall(arm, probe["input_ids"], probe["labels"])} | _routing(arm, probe["input_ids"])
+    print("arm<-full", f"(untrained: {missing})", _fmt_row(row), flush=True)
+    return row
+
+
+def build_targets(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The diagnosis's claims as targets; an absent figure is ``nan`` (missed). Same keys whatever was run."""
+    nan = float("nan")
+    last = {kind: (rows[-1] if rows else {}) for kind, rows in figures.get("runs", {}).items()}
+    arm_first = (figures.get("runs", {}).get("arm") or [{}])[0]
+    argmax_init, gumbel_init = arm_first.get("overwritten", nan), arm_first.get("overwritten_train", nan)
+    gumbel_over_argmax = gumbel_init / argmax_init if argmax_init and not math.isnan(argmax_init) else nan
+    return {
+        "full_kv_recall": target(last.get("full", {}).get("recall", nan), ">=", 0.9),
+        "transplant_recall": target(figures.get("transplant", {}).get("recall", nan), ">=", 0.5),
+        "arm_recall": target(last.get("arm", {}).get("recall", nan), "<=", 0.05),
+        "frozen_router_recall": target(last.get("arm_frozen", {}).get("recall", nan), ">=", 0.5),
+        "gumbel_over_argmax_overwrites_at_init": target(gumbel_over_argmax, ">=", 1.5),
+        "hard_choice_same_at_both_taus": target(figures.get("hard_choice_agreement", nan), ">=", 1.0),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Train the requested kinds, transplant full KV into ARM, measure the tau invariance; return the figures."""
     torch.set_num_threads(1)
     train = make_recall_batch("mqar", args.steps * args.batch, SEQ, PAIRS, seed=11)
     probe = make_recall_batch("mqar", 64, SEQ, PAIRS, seed=12)
+    figures: dict[str, Any] = {"runs": {}, "transplant": {}}
     for kind in args.kinds.split(","):
-        model = _model(kind, args)
-        if args.frozen_routing:
-            for layer in model.arm_layers():
-                _freeze_routing(layer)
-        with torch.no_grad():
-            for layer in model.arm_layers():
-                layer.gate_b.fill_(args.gate_bias)
-        sharpen = [1.0]
-        if args.noise_end is not None:
-            for layer in model.arm_layers():
-                _sharpen_routing(layer, sharpen)
-        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-        warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
-        sched = GumbelTemperatureScheduler(
-            tau_start=args.tau_start, tau_min=args.tau_min, schedule="linear", total_steps=args.steps
-        )
-        for step in range(args.steps):
-            for layer in model.arm_layers():
-                layer.tau = sched.tau_at(step)
-            if args.noise_end is not None:
-                frac = min(1.0, step / (args.steps / 2))
-                sharpen[0] = 1.0 / (1.0 + frac * (args.noise_end - 1.0))
-            ids = train["input_ids"][step * args.batch : (step + 1) * args.batch]
-            labels = train["labels"][step * args.batch : (step + 1) * args.batch]
-            logits = _sequential(model, ids) if args.sequential and kind == "arm" else model(ids)
-            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
-            opt.zero_grad()
-            (loss + model.aux_weight * model.aux_loss()).backward()
-            if (step + 1) % args.every == 0 or step == 0:
-                row: dict[str, float] = {"step": step + 1, "loss": loss.item()}
-                row["recall"] = _recall(model, probe["input_ids"], probe["labels"])
-                if kind == "arm":
-                    row |= _grad_norms(model) | _routing(model, probe["input_ids"])
-                print(kind, " ".join(f"{key}={val:.3g}" for key, val in row.items()), flush=True)
-            opt.step()
-            warmup.step()
-        if args.transplant and kind == "full":
-            arm = _model("arm", args)
-            missing = arm.load_state_dict(model.state_dict(), strict=False).missing_keys
-            with torch.no_grad():
-                arm.arm_layers()[0].gate_b.fill_(20.0)  # g = 1: every write overwrites its slot
-            row = {"recall": _recall(arm, probe["input_ids"], probe["labels"])} | _routing(arm, probe["input_ids"])
-            print("arm<-full", f"(untrained: {missing})", " ".join(f"{k}={v:.3g}" for k, v in row.items()), flush=True)
+        model, figures["runs"][kind] = train_kind(kind, args, train, probe)
+        if kind == "full":
+            figures["transplant"] = transplant(model, args, probe)
+    initial = _model("arm", args)  # the tau claim is about the router the training starts from
+    figures["hard_choice_agreement"] = hard_choice_agreement(
+        initial, probe["input_ids"], args.tau_start, args.tau_min, seed=args.seed
+    )
+    figures["targets"] = build_targets(figures)
+    return figures
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    if args.quick:
+        args.steps, args.every, args.batch = 40, 20, 16
+    figures = run(args)
+    print(f"hard routing choice equal at tau={args.tau_start:g} and tau={args.tau_min:g}: "
+          f"{figures['hard_choice_agreement']:.3f} of the tokens")  # fmt: skip
+    print_targets(figures["targets"])
+    write_json(args.json, "arm_diagnose", figures, args)
 
 
 if __name__ == "__main__":

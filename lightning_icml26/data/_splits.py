@@ -18,10 +18,13 @@ class SplitsDataModule(LightningDataModule):
     ``batch_size`` (and optionally ``num_workers``, default 0) with ``save_hyperparameters``. A loader
     asked for before ``setup`` ran calls it first, so the module also works outside a Trainer.
 
-    A subclass that sets ``epoch_seeded_shuffle = True`` shuffles its training split with
-    :class:`EpochSeededSampler` (order a function of the saved ``seed`` hyperparameter and the epoch), so a run
-    resumed from a checkpoint sees the same batches as an uninterrupted one; otherwise the order comes from
-    torch's global random state, which a resumed run does not share.
+    The training split is shuffled with :class:`EpochSeededSampler`: the order is a function of the saved
+    ``seed`` hyperparameter (or a ``seed`` attribute) and the epoch only, so a run resumed from a checkpoint
+    sees the same batches as an uninterrupted one. Under DDP Lightning wraps the sampler in its
+    ``DistributedSamplerWrapper``, which forwards ``set_epoch`` and shards the (identical on every rank)
+    permutation, so each rank still sees a disjoint part and every sample is served once per epoch. A subclass
+    that sets ``epoch_seeded_shuffle = False`` shuffles from torch's global random state instead (which a
+    resumed run does not share). Subclasses that build their own loaders call :meth:`_make_loader`.
 
     Example:
         >>> import torch
@@ -37,24 +40,28 @@ class SplitsDataModule(LightningDataModule):
         [(2, 3), (2, 3)]
     """
 
-    epoch_seeded_shuffle: bool = False
+    epoch_seeded_shuffle: bool = True
 
     def __init__(self) -> None:
         super().__init__()
         self._splits: dict[str, Dataset] = {}
 
+    def _make_loader(self, dataset: Dataset, batch_size: int, shuffle: bool, num_workers: int = 0) -> DataLoader:
+        """A loader over ``dataset``; a shuffled one orders by (seed, epoch) when ``epoch_seeded_shuffle``."""
+        order: dict[str, Any] = {"shuffle": shuffle}
+        if shuffle and self.epoch_seeded_shuffle:
+            seed = int(self.hparams.get("seed", getattr(self, "seed", 0)))
+            order = {"sampler": EpochSeededSampler(len(cast(Sized, dataset)), seed=seed)}
+        return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers, **order)
+
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         if split not in self._splits:
             self.setup("fit")
-        dataset = self._splits[split]
-        order: dict[str, Any] = {"shuffle": shuffle}
-        if shuffle and self.epoch_seeded_shuffle:
-            order = {"sampler": EpochSeededSampler(len(cast(Sized, dataset)), seed=int(self.hparams.get("seed", 0)))}
-        return DataLoader(
-            dataset,
+        return self._make_loader(
+            self._splits[split],
             batch_size=int(self.hparams["batch_size"]),
-            num_workers=self.hparams.get("num_workers", 0),
-            **order,
+            shuffle=shuffle,
+            num_workers=int(self.hparams.get("num_workers", 0)),
         )
 
     def train_dataloader(self) -> DataLoader:

@@ -16,6 +16,8 @@ baselines on raw pixels and for fine-tuning.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
@@ -178,17 +180,18 @@ class FashionResidualFeatures(FashionTransferFeatures):
 
     Args:
         depth: number of residual blocks (candidate layers).
-        width: stream width (= feature dimension).
         pretrain_epochs: pretraining epochs over all source images.
         pretrain_seed: seed of pretraining and of the draw of target images (fixed across probe seeds).
         per_class: target training-split images per class (split into train / val).
         test_per_class: target ``t10k`` images per class (the test split).
-        val_fraction: fraction of the training-split target images kept for validation.
-        calibration_size: see :class:`~lightning_icml26.data.LayerFeatureDataModule`.
-        batch_size: loader batch size.
-        seed: seed of the train / validation split and of the calibration draw.
-        cache_dir: where features and weights are cached (``None``: recompute).
-        root: folder of the IDX files.
+        **kwargs: the other keyword arguments of :class:`FashionTransferFeatures`, with its defaults: ``width``
+            (stream width = feature dimension), ``val_fraction``, ``calibration_size``, ``batch_size``, ``seed``
+            (here only the seed of the train / validation split and of the calibration draw), ``cache_dir``
+            (features and weights) and ``root``. ``num_source`` is not one: every source image is used.
+
+    Raises:
+        ValueError: for ``pretrain_epochs < 1`` (and the parent's checks).
+        TypeError: for ``num_source`` or an argument the parent does not take.
 
     Attributes:
         source_accuracy: source test accuracy of the backbone in % (after :meth:`setup`).
@@ -202,24 +205,27 @@ class FashionResidualFeatures(FashionTransferFeatures):
     def __init__(
         self,
         depth: int = 12,
-        width: int = 128,
+        *,
         pretrain_epochs: int = 8,
         pretrain_seed: int = 0,
         per_class: int = 1200,
         test_per_class: int = 1000,
-        val_fraction: float = 0.25,
-        calibration_size: int = 2000,
-        batch_size: int = 128,
-        seed: int = 0,
-        cache_dir: str | None = None,
-        root: str = FASHION_MNIST_ROOT,
+        **kwargs: Any,
     ) -> None:
         if pretrain_epochs < 1:
             raise ValueError(f"pretrain_epochs must be a positive int, got {pretrain_epochs}")
+        if "num_source" in kwargs:
+            raise TypeError(
+                f"FashionResidualFeatures pretrains on every source image; got num_source={kwargs['num_source']!r}"
+            )
         super().__init__(
-            depth, width, 0, pretrain_epochs, per_class, test_per_class, val_fraction, calibration_size, batch_size,
-            seed, cache_dir, root,
-        )  # fmt: skip
+            depth=depth,
+            num_source=0,
+            pretrain_epochs=pretrain_epochs,
+            per_class=per_class,
+            test_per_class=test_per_class,
+            **kwargs,
+        )
         self.pretrain_seed = pretrain_seed
         self.source_accuracy = float("nan")
         self._inputs: Tensor | None = None

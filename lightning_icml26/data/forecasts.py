@@ -309,4 +309,4 @@ class ForecastDataModule(SplitsDataModule):
         self.setup()
         t = self.splits[split]
         data = TensorDataset(t.p_human.float(), t.p_model.float(), t.resolution.float(), t.features.float())
-        return DataLoader(data, batch_size=self.batch_size, shuffle=shuffle)
+        return self._make_loader(data, batch_size=self.batch_size, shuffle=shuffle)

@@ -173,7 +173,6 @@ class GridWorldDataModule(SplitsDataModule):
     """
 
     num_actions = 5
-    epoch_seeded_shuffle = True  # resumed runs see the same batches as uninterrupted ones
 
     def __init__(
         self,

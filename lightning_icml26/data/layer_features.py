@@ -195,7 +195,7 @@ class LayerFeatureDataModule(SplitsDataModule):
         return feats[idx], self.labels[idx]
 
     def _loader(self, name: str, shuffle: bool) -> DataLoader:
-        return DataLoader(TensorDataset(*self.subset(name)), batch_size=self.batch_size, shuffle=shuffle)
+        return self._make_loader(TensorDataset(*self.subset(name)), batch_size=self.batch_size, shuffle=shuffle)
 
     def calibration_dataloader(self) -> DataLoader:
         """Loader over ``calibration_size`` training samples, for :class:`LOESLayerSelection`."""

@@ -113,8 +113,6 @@ class MiniGridDataModule(SplitsDataModule):
         (264, [28], 3)
     """
 
-    epoch_seeded_shuffle = True  # resumed runs see the same batches as uninterrupted ones
-
     def __init__(
         self,
         env_id: str = "MiniGrid-Dynamic-Obstacles-8x8-v0",

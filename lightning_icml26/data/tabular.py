@@ -243,4 +243,4 @@ class FairTabularDataModule(SplitsDataModule):
         self.setup()
         data = self.splits[split]
         tensors = (data.x, data.y, data.a) if self.return_groups else (data.x, data.y)
-        return DataLoader(TensorDataset(*tensors), batch_size=self.batch_size, shuffle=shuffle)
+        return self._make_loader(TensorDataset(*tensors), batch_size=self.batch_size, shuffle=shuffle)

@@ -16,6 +16,8 @@ import torch
 from lightning.pytorch import LightningDataModule
 from torch.utils.data import DataLoader, Dataset
 
+from lightning_icml26.data._sampling import EpochSeededSampler
+
 __all__ = ["ByteChunkDataset", "StdlibTextDataModule", "load_stdlib_bytes"]
 
 VOCAB_SIZE = 256
@@ -111,8 +113,9 @@ class StdlibTextDataModule(LightningDataModule):
         batch_size: samples per batch (per data-parallel replica).
         max_bytes: bytes of source text to read.
         val_fraction: fraction of the bytes kept for validation, in ``(0, 1)``.
-        shuffle: shuffle the training samples each epoch (seeded by the Trainer's sampler / ``seed``).
-        seed: seed of the training shuffle when no distributed sampler is used.
+        shuffle: shuffle the training samples each epoch, in an order drawn from ``seed`` and the epoch (under
+            DDP, Lightning's sampler wrapper shards that order across the ranks).
+        seed: seed of the training shuffle.
         root: folder to read instead of the standard library.
 
     Example:
@@ -168,10 +171,10 @@ class StdlibTextDataModule(LightningDataModule):
         if self.train_set is None:
             self.setup("fit")
         assert self.train_set is not None
-        generator = torch.Generator().manual_seed(self.seed)
-        return DataLoader(
-            self.train_set, batch_size=self.batch_size, shuffle=self.shuffle, generator=generator, drop_last=True
-        )
+        # order from (seed, epoch) only, so a resumed run sees the batches of an uninterrupted one (a generator
+        # seeded here would restart at the first epoch's order after a resume)
+        sampler = EpochSeededSampler(len(self.train_set), seed=self.seed) if self.shuffle else None
+        return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler, drop_last=True)
 
     def val_dataloader(self) -> DataLoader:
         """Validation batches of ``{"input_ids", "labels"}``."""

@@ -79,10 +79,13 @@ class SparseRegressionModule(LightningModule):
         self.log("train_loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(batch[1]))
         return loss
 
-    def on_fit_start(self) -> None:
+    def on_train_start(self) -> None:
         """With ``init="least_squares"``, set ``w`` to the minimum-norm least-squares fit of the training rows.
 
-        Skipped when the fit resumes (``global_step > 0``): the checkpoint's weights are kept.
+        Skipped when the fit resumes (``global_step > 0``): the checkpoint's weights are kept. This runs in
+        ``on_train_start``, not ``on_fit_start``: Lightning restores the loops (and so ``global_step``) after
+        ``on_fit_start``, where a resumed fit still reads ``global_step == 0`` and the least-squares fit would
+        overwrite the checkpoint's weights.
         """
         if self.hparams["init"] != "least_squares" or self.trainer.global_step > 0:
             return

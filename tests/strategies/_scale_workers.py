@@ -8,10 +8,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import DataLoader, DistributedSampler
 
 from lightning_icml26.distributed import shard_batch
-from lightning_icml26.modules.causal_lm import CausalLMModule
 from lightning_icml26.ops import route_attention
 from lightning_icml26.strategies._blocks import checkpoint_blocks, transformer_blocks
 from tests.strategies import _upipe_workers as W
@@ -96,30 +94,6 @@ def checkpointing_worker(rank: int, world_size: int, kinds: list[str]) -> dict[s
 def reference_epochs(kind: str, opt: str, dps: list[int], batches: int = 2) -> dict[str, Any]:
     """Single-process training over epochs whose data-parallel size (global batch) is ``dps[epoch]``.
 
-    Mirrors Lightning's loaders: a shuffling ``DistributedSampler`` (seed 0, ``set_epoch(epoch)``) per
-    data-parallel rank, ``batches`` batches per epoch; the global batch concatenates the replicas' batches.
+    ``batches`` steps per epoch; see :func:`tests.strategies._upipe_workers.reference_run`.
     """
-    net = W.build_net(kind)
-    module = CausalLMModule(net)
-    optimizer = W.optimizer_factory(opt)(net.parameters())
-    dm = W.datamodule()
-    dm.setup("fit")
-    data: Any = dm.train_set
-    losses = []
-    for epoch, dp in enumerate(dps):
-        samplers: list[DistributedSampler] = [
-            DistributedSampler(data, num_replicas=dp, rank=r, shuffle=True, seed=0) for r in range(dp)
-        ]
-        for sampler in samplers:
-            sampler.set_epoch(epoch)
-        loaders = [DataLoader(data, batch_size=W.BATCH, sampler=s, drop_last=True) for s in samplers]
-        for step, parts in enumerate(zip(*loaders, strict=True)):
-            if step == batches:
-                break
-            batch = {key: torch.cat([b[key] for b in parts]) for key in parts[0]}
-            loss = module._loss(batch)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss.detach()))
-    return {"losses": losses, "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+    return W.reference_run(kind, opt, dps, steps_per_epoch=batches)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -180,35 +181,44 @@ def equivalence_worker(rank: int, world_size: int, runs: list[dict[str, Any]]) -
     return results
 
 
-def reference_fit(kind: str, steps: int, opt: str = "sgd", mask_prefix: int = 0, dp: int = 1) -> dict[str, Any]:
-    """The same model trained in one process on the full sequences (and the full global batch), plain PyTorch."""
+def reference_run(
+    kind: str, opt: str = "sgd", dps: Sequence[int] = (1,), steps_per_epoch: int | None = None, mask_prefix: int = 0
+) -> dict[str, Any]:
+    """The model trained in one process on full sequences and the full global batch, plain PyTorch.
+
+    Epoch ``e`` runs with data-parallel size ``dps[e]`` for ``steps_per_epoch`` steps (``None``: the whole epoch).
+    Mirrors Lightning's training loaders: a shuffling ``DistributedSampler`` (seed 0, ``set_epoch(e)``) per
+    data-parallel rank; the global batch of a step is the concatenation of the replicas' batches.
+    """
     net = build_net(kind)
     module = CausalLMModule(net)
     optimizer = optimizer_factory(opt)(net.parameters())
     dm = datamodule(SEQ_LEN, mask_prefix)
     dm.setup("fit")
-    # Lightning gives training loaders a shuffling DistributedSampler (seed 0) over the data-parallel axis;
-    # the global batch of a step is the concatenation of the data-parallel replicas' batches.
-    loaders = [
-        DataLoader(
-            dm.train_set,
-            batch_size=BATCH,
-            sampler=DistributedSampler(dm.train_set, num_replicas=dp, rank=r, shuffle=True, seed=0),
-            drop_last=True,
-        )
-        for r in range(dp)
-    ]
+    data: Any = dm.train_set
     losses = []
-    for step, batches in enumerate(zip(*loaders, strict=True)):
-        if step == steps:
-            break
-        batch = {key: torch.cat([b[key] for b in batches]) for key in batches[0]}
-        loss = module._loss(batch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss.detach()))
+    for epoch, dp in enumerate(dps):
+        samplers: list[DistributedSampler] = [
+            DistributedSampler(data, num_replicas=dp, rank=r, shuffle=True, seed=0) for r in range(dp)
+        ]
+        for sampler in samplers:
+            sampler.set_epoch(epoch)
+        loaders = [DataLoader(data, batch_size=BATCH, sampler=s, drop_last=True) for s in samplers]
+        for step, parts in enumerate(zip(*loaders, strict=True)):
+            if step == steps_per_epoch:
+                break
+            batch = {key: torch.cat([b[key] for b in parts]) for key in parts[0]}
+            loss = module._loss(batch)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
     return {"losses": losses, "state": {k: v.detach().clone() for k, v in net.state_dict().items()}}
+
+
+def reference_fit(kind: str, steps: int, opt: str = "sgd", mask_prefix: int = 0, dp: int = 1) -> dict[str, Any]:
+    """:func:`reference_run` for the first ``steps`` steps of one epoch at data-parallel size ``dp``."""
+    return reference_run(kind, opt, [dp], steps_per_epoch=steps, mask_prefix=mask_prefix)
 
 
 class DieAt(Callback):

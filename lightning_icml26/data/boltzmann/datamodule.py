@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -87,9 +86,4 @@ class BoltzmannDataModule(SplitsDataModule):
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         data = self.reference(split).float()
-        return DataLoader(
-            TensorDataset(data),
-            batch_size=self.batch_size,
-            shuffle=shuffle,
-            generator=torch.Generator().manual_seed(self.seed) if shuffle else None,
-        )
+        return self._make_loader(TensorDataset(data), batch_size=self.batch_size, shuffle=shuffle)

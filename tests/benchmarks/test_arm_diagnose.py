@@ -1,0 +1,78 @@
+"""benchmarks/arm_diagnose.py: the diagnosis's targets (same keys whatever ran), the tau measure, a tiny run."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+diag = importlib.import_module("benchmarks.arm_diagnose")
+
+_KEYS = {
+    "full_kv_recall",
+    "transplant_recall",
+    "arm_recall",
+    "frozen_router_recall",
+    "gumbel_over_argmax_overwrites_at_init",
+    "hard_choice_same_at_both_taus",
+}
+
+
+def test_targets_read_the_last_rows_and_are_missed_when_absent() -> None:
+    figures: dict[str, Any] = {
+        "runs": {
+            "full": [{"recall": 0.0}, {"recall": 0.99}],
+            "arm": [{"recall": 0.0, "overwritten": 0.34, "overwritten_train": 0.69}, {"recall": 0.01}],
+            "arm_frozen": [{"recall": 0.0}, {"recall": 0.86}],
+        },
+        "transplant": {"recall": 0.64},
+        "hard_choice_agreement": 1.0,
+    }
+    targets = diag.build_targets(figures)
+    assert targets.keys() == _KEYS
+    assert all(entry["met"] for entry in targets.values())
+    assert targets["gumbel_over_argmax_overwrites_at_init"]["value"] == 0.69 / 0.34
+    figures["runs"]["arm"][-1]["recall"] = 0.2  # ARM learning would contradict the diagnosis
+    figures["hard_choice_agreement"] = 0.98
+    missed = diag.build_targets(figures)
+    assert not missed["arm_recall"]["met"]
+    assert not missed["hard_choice_same_at_both_taus"]["met"]
+    empty = diag.build_targets({})
+    assert empty.keys() == _KEYS
+    assert all(math.isnan(e["value"]) and not e["met"] for e in empty.values())
+
+
+def test_hard_choice_agreement_is_one_across_taus_and_not_across_noise() -> None:
+    args = diag._parser().parse_args([])
+    model = diag._model("arm", args)
+    ids = diag.make_recall_batch("mqar", 8, diag.SEQ, diag.PAIRS, seed=12)["input_ids"]
+    assert diag.hard_choice_agreement(model, ids, 1.0, 0.2, seed=3) == 1.0
+    attn = model.arm_layers()[0]
+    block = model.blocks[0]
+    kh = block._qkv(model._embed(ids))[1].transpose(1, 2)
+    attn.train()
+    choices = []
+    for seed in (3, 4):  # other noise: other choices, so the measure can tell them apart
+        attn.generator = torch.Generator().manual_seed(seed)
+        choices.append(attn.route(kh)[0].argmax(-1))
+    assert (choices[0] == choices[1]).float().mean().item() < 0.9
+
+
+def test_tiny_run_writes_the_json(tmp_path: Path) -> None:
+    args = diag._parser().parse_args(["--steps", "2", "--every", "1", "--batch", "4", "--kinds", "full,arm"])
+    figures = diag.run(args)
+    assert figures["targets"].keys() == _KEYS
+    assert [row["step"] for row in figures["runs"]["arm"]] == [1, 2]
+    first = figures["runs"]["arm"][0]
+    assert 0 <= first["overwritten"] <= 1
+    assert 0 <= first["overwritten_train"] <= 1
+    assert 0 <= figures["transplant"]["recall"] <= 1
+    assert math.isnan(figures["targets"]["frozen_router_recall"]["value"])  # not run: missed
+    path = tmp_path / "diag.json"
+    diag.write_json(path, "arm_diagnose", figures, args)
+    record = json.loads(path.read_text())
+    assert record["figures"]["targets"]["hard_choice_same_at_both_taus"]["met"] is True
