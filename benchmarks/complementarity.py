@@ -38,11 +38,12 @@ Targets (the same names at ``--quick`` and full size):
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -114,7 +115,9 @@ def calibration_weights(cal: ForecastTable, sigma_range: tuple[float, float], ep
     }
 
 
-def run_grid(kind: str, rhos, levels, args) -> tuple[list[dict], list[dict]]:
+def run_grid(
+    kind: Literal["gaussian", "binary"], rhos: list[float], levels: list[float], args: argparse.Namespace
+) -> tuple[list[dict], list[dict]]:
     """Rows per (rho, sigma_test) with each method's worst gain over sigma_cal, and a summary per rho."""
     if kind == "gaussian":
         sigma_range = (min(levels), max(levels))
@@ -174,8 +177,8 @@ def run_grid(kind: str, rhos, levels, args) -> tuple[list[dict], list[dict]]:
                     per_method_worst_loss["combiner"], per_method_worst_loss["average"]
                 ),
                 "mean w* / combiner w": "{:.3f} / {:.3f}".format(
-                    np.mean([weights[s]["robust w*"] for s in levels]),
-                    np.mean([weights[s]["combiner"] for s in levels]),
+                    float(np.mean([weights[s]["robust w*"] for s in levels])),
+                    float(np.mean([weights[s]["combiner"] for s in levels])),
                 ),
             }
         )
@@ -242,7 +245,9 @@ def main() -> None:
     base_seed = args.seed
     for k in range(args.seeds):
         args.seed = base_seed + 10_000 * k  # far apart: no split of one seed reuses another seed's draws
-        grids = [("gaussian", levels)] + ([] if args.no_binary else [("binary", blevels)])
+        grids: list[tuple[Literal["gaussian", "binary"], list[float]]] = [("gaussian", levels)]
+        if not args.no_binary:
+            grids.append(("binary", blevels))
         for kind, grid_levels in grids:
             kind_rows, kind_summary = run_grid(kind, rhos, grid_levels, args)
             rows += [{"seed": args.seed, **row} for row in kind_rows]
