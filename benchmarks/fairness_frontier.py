@@ -277,7 +277,7 @@ def main() -> None:
     parser.add_argument("--adult-rows", type=int, default=45222, help="Adult subsample (all: 45222)")
     parser.add_argument("--callback-epochs", type=int, default=20, help="epochs (EG rounds) of FairReductionCallback")
     parser.add_argument("--datasets", default="adult,compas", help="comma-separated subset of adult,compas")
-    parser.add_argument("--seeds", type=int, default=5, help="splits and initialisations (seed, seed + 1, ...)")
+    parser.add_argument("--seeds", type=int, default=3, help="splits and initialisations (seed, seed + 1, ...)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     alphas = [0.05, 0.1] if args.quick else [0.0, 0.02, 0.05, 0.1, 0.2]
@@ -306,6 +306,9 @@ def main() -> None:
         args.seed = base_seed + k
         for name, data in data_sets:
             rows += run_dataset(name, data, alphas, args)
+        # after every seed: a run cut off later keeps the seeds it finished (seeds_done says how many)
+        partial = {"rows": rows, "seed_means": seed_means(rows), "seeds_done": k + 1, "targets": build_targets(rows)}
+        write_json(args.json, "fairness_frontier", partial, args)
     args.seed = base_seed
     columns = [c for c in rows[0] if c != "_figures"]
     print()
@@ -315,7 +318,8 @@ def main() -> None:
     print(markdown_table(spread_table(means)))
     targets = build_targets(rows)
     print_targets(targets)
-    write_json(args.json, "fairness_frontier", {"rows": rows, "seed_means": means, "targets": targets}, args)
+    figures = {"rows": rows, "seed_means": means, "seeds_done": args.seeds, "targets": targets}
+    write_json(args.json, "fairness_frontier", figures, args)
     if args.json is not None:
         print(f"plot (seed means): {plot_rows(means, args.json.with_suffix('.png'))}")
 
