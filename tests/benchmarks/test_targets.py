@@ -148,12 +148,14 @@ def test_itc_fairness_complementarity_upipe_targets():
     assert fair["gap_excess_max"]["value"] == pytest.approx(0.02)  # 0.12 - 0.1; the alpha = 0.2 rows are inside
     assert fair["gap_excess_max"]["met"] is False
     comp_rows = [
-        {"rho": -0.3, "worst combiner": 0.01, "worst robust w*": 0.02, "combiner - best baseline": 0.5},
-        {"rho": 0.0, "worst combiner": 0.03, "worst robust w*": 0.0, "combiner - best baseline": -0.1},
+        {"max error corr": -0.3, "worst combiner": 0.01, "worst robust w*": 0.02, "combiner - best baseline": 0.5},
+        {"max error corr": 0.0, "worst combiner": 0.03, "worst robust w*": 0.0, "combiner - best baseline": -0.1},
+        # latent rho < 0 but positively correlated errors (a binary task): not a row of the paper's condition
+        {"max error corr": 0.6, "worst combiner": 0.0, "worst robust w*": 0.0, "combiner - best baseline": 0.0},
     ]
     comp = _builder("complementarity")(comp_rows)
     assert comp["robust_worst_gain_min"] == {"value": 0.0, "target": ">= -1e-12", "met": True}
-    assert comp["negative_rho_robust_gain_min"] == {"value": 0.01, "target": "> 0", "met": True}  # rho < 0 only
+    assert comp["negative_rho_robust_gain_min"] == {"value": 0.01, "target": "> 0", "met": True}  # corr < 0 only
     assert comp["robust_minus_best_baseline_min"]["value"] == pytest.approx(-0.1)
     assert comp["robust_minus_best_baseline_min"]["met"] is False
     comp_rows[0]["worst robust w*"] = 0.0  # no strict gain at rho < 0: the paper's claim is missed
