@@ -33,10 +33,15 @@ Choices and deviations (this project's, stated so that a reader can weigh the fi
 
     python benchmarks/rewa_sparsity.py --quick
     python benchmarks/rewa_sparsity.py --json benchmarks/results/rewa_sparsity.json
+
+A seed can run on its own and join a stored record: ``--seed 2 --seeds 1 --merge PATH --json PATH`` reads the
+per-seed records of ``PATH`` (written by this script with the same settings apart from the seeds, the thread
+count and the paths), trains only the seeds it does not hold yet, and writes the summary over all of them.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
@@ -241,6 +246,44 @@ def summarise(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rows": rows, "summary": summary}
 
 
+# arguments that may differ between the runs whose seeds are merged (they do not change a seed's figures)
+MERGE_FREE_ARGS = frozenset({"seed", "seeds", "json", "merge", "threads"})
+
+
+def load_for_merge(record: dict[str, Any], args: Any) -> list[dict[str, Any]]:
+    """The per-seed records of a stored JSON record, after checking that it was made with the same settings.
+
+    Args:
+        record: a record written by this script (``write_json``): ``args`` and ``figures["per_seed"]``.
+        args: this run's arguments; every argument outside ``MERGE_FREE_ARGS`` must equal the stored one
+            (compared as text, as ``write_json`` stores them).
+
+    Returns:
+        The stored per-seed records, in their stored order.
+
+    Raises:
+        ValueError: the record is not this benchmark's, holds no per-seed records, a seed twice, or was made
+            with other settings (the first differing argument is named).
+    """
+    if record.get("benchmark") != "rewa_sparsity":
+        raise ValueError(f"record must come from rewa_sparsity, got benchmark={record.get('benchmark')!r}")
+    per_seed = record.get("figures", {}).get("per_seed")
+    if not isinstance(per_seed, list) or not per_seed:
+        raise ValueError(f"record must hold a non-empty figures['per_seed'] list, got {per_seed!r}")
+    seeds = [s["seed"] for s in per_seed]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"record holds a seed twice: seeds {seeds}")
+    stored = record.get("args", {})
+    for name, value in sorted(vars(args).items()):
+        if name in MERGE_FREE_ARGS:
+            continue
+        if stored.get(name) != str(value):
+            raise ValueError(
+                f"cannot merge: argument {name!r} is {value!r} here but {stored.get(name)!r} in the stored record"
+            )
+    return list(per_seed)
+
+
 def build_targets(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """ReWA's compression ratio over L1's at 3.5 points below dense (validation-chosen), mean over seeds.
 
@@ -264,6 +307,7 @@ def main() -> None:
     parser.add_argument("--rewa-lr", type=float, default=None, help="ReWA's own peak learning rate (None: --lr)")
     parser.add_argument("--rewa-grid", type=str, default=None, help="comma-separated ReWA weight decays")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--merge", type=Path, default=None, metavar="PATH", help="join the seeds stored in PATH")
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.epochs, args.warmup_epochs = 1, 3, 1
@@ -273,18 +317,31 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     per_seed: list[dict[str, Any]] = []
-    for k in range(args.seeds):
-        per_seed.append(train_seed(args, args.seed + k))
+    merged_from = None
+    if args.merge is not None:
+        stored = json.loads(args.merge.read_text())
+        per_seed = load_for_merge(stored, args)
+        merged_from = {"path": str(args.merge), "command": stored.get("command"), "time": stored.get("time")}
+        print(f"merging with seeds {[s['seed'] for s in per_seed]} from {args.merge}")
+    done = {s["seed"] for s in per_seed}
+    todo = [args.seed + k for k in range(args.seeds) if args.seed + k not in done]
+    if not todo:
+        raise SystemExit(f"seeds {args.seed}..{args.seed + args.seeds - 1} are all in {args.merge}: nothing to run")
+    for seed in todo:
+        per_seed.append(train_seed(args, seed))
+        per_seed.sort(key=lambda s: s["seed"])
         figures: dict[str, Any] = {"per_seed": per_seed, **summarise(per_seed)}
-        figures["seconds"] = time.perf_counter() - start
+        figures["seconds"] = time.perf_counter() - start  # this run's wall time (each seed: its train_seconds)
         figures["seeds_done"] = len(per_seed)
+        if merged_from is not None:
+            figures["merged_from"] = merged_from
         figures["targets"] = build_targets(figures)
         write_json(args.json, "rewa_sparsity", figures, args)  # after every seed: a cut-off run keeps its seeds
     n_train = args.num_train or 55000
     print(
         f"\nFashionMNIST MLP 784-300-100-10: {n_train} train / {args.num_val} val / {args.num_test or 10000} test, "
         f"{args.epochs} epochs ({args.warmup_epochs} warm-up), batch {args.batch_size}, lr {args.lr} cosine, "
-        f"momentum {args.momentum}, label smoothing 0.1, {args.seeds} seed(s). Dense val accuracy "
+        f"momentum {args.momentum}, label smoothing 0.1, {len(per_seed)} seed(s). Dense val accuracy "
         + ", ".join(f"{s['dense_val_accuracy']:.4f}" for s in per_seed)
         + "; dense test "
         + ", ".join(f"{s['dense_test_accuracy']:.4f}" for s in per_seed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import math
 import random
@@ -150,3 +151,43 @@ def test_summarise_marks_an_unmeasured_point_nan_instead_of_failing() -> None:
     assert math.isnan(out["summary"]["dense@3.5"]["cr_mean"])
     assert math.isnan(out["summary"]["dense@3.5"]["cr_sd"])
     assert out["summary"]["ReWA@3.5"]["cr_over_l1_sd"] == 0.0
+
+
+def _record(seeds: list[int], **overrides: str) -> dict:
+    args = {"quick": "False", "json": "a.json", "seed": "0", "seeds": "2", "epochs": "30", "threads": "2"}
+    args.update(overrides)
+    per_seed = [{"seed": s, "dense_val_accuracy": 0.9} for s in seeds]
+    return {"benchmark": "rewa_sparsity", "args": args, "figures": {"per_seed": per_seed}}
+
+
+def test_load_for_merge_checks_settings_and_keeps_the_stored_seeds() -> None:
+    ns = argparse.Namespace(quick=False, json=None, seed=2, seeds=1, epochs=30, threads=1, merge="a.json")
+    got = bench.load_for_merge(_record([0, 1]), ns)
+    assert [s["seed"] for s in got] == [0, 1]
+    with pytest.raises(ValueError, match="'epochs' is 30 here but '5'"):
+        bench.load_for_merge(_record([0, 1], epochs="5"), ns)
+    with pytest.raises(ValueError, match="seed twice"):
+        bench.load_for_merge(_record([0, 0]), ns)
+    with pytest.raises(ValueError, match="benchmark="):
+        bench.load_for_merge({**_record([0]), "benchmark": "other"}, ns)
+    with pytest.raises(ValueError, match="per_seed"):
+        bench.load_for_merge({**_record([0]), "figures": {}}, ns)
+
+
+def test_merged_seeds_summarise_like_one_run() -> None:
+    def seed(k: int, rewa: float) -> dict:
+        chosen = {
+            f"{m}@{d * 100:g}": {"compression_ratio": rewa if m == "ReWA" else 10.0, "test_accuracy": 0.9}
+            for m in ("ReWA", "L1", "L1 prox", "L1 sub", "GMP", "dense")
+            for d in bench.DROPS
+        }
+        return {"seed": k, "dense_test_accuracy": 0.9, "chosen": chosen}
+
+    ns = argparse.Namespace(quick=False, json=None, seed=2, seeds=1, epochs=30, threads=1, merge="a.json")
+    stored = _record([0, 1])
+    stored["figures"]["per_seed"] = [seed(0, 10.0), seed(1, 20.0)]
+    merged = bench.load_for_merge(stored, ns) + [seed(2, 30.0)]
+    s = bench.summarise(merged)["summary"]["ReWA@3.5"]
+    assert s["cr_over_l1_per_seed"] == [1.0, 2.0, 3.0]
+    assert s["cr_over_l1_mean"] == pytest.approx(2.0)
+    assert s["cr_over_l1_sd"] == pytest.approx(1.0)
