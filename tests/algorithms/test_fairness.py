@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -160,3 +162,23 @@ def test_frontier_and_recipe_end_to_end(tmp_path):
     assert 0.0 <= figures["reduction_callback/alpha=0.1/gap"] <= 1.0
     assert 0.2 < figures["reduction_callback/alpha=0.1/accuracy"] <= 1.0
     assert (tmp_path / "run" / "frontier.png").is_file()
+
+
+def test_exact_parity_lp_on_adult_probabilities_solves():
+    """alpha = 0 on 11,306 Adult calibration rows (MLP probabilities of the fairness benchmark, seed 2).
+
+    HiGHS called this feasible LP infeasible while the rate rows carried weights of order 1/n (down to 1e-20);
+    the constant rule pi(k | x) = c_k is feasible, so a solution must exist.
+    """
+    stored = np.load(Path(__file__).parents[1] / "_support" / "fixtures" / "adult_dp_probabilities.npz")
+    p_y, p_a = stored["probs_y"], stored["probs_group"]
+    probs_y, probs_group = np.stack([1 - p_y, p_y], 1), np.stack([1 - p_a, p_a], 1)
+    post = FairPostProcessor(2, 2, "dp", alpha=0.0, seed=2).fit(probs_y, probs_group)
+    weights = probs_group.astype(np.float64) / probs_group.astype(np.float64).sum(0)
+    rates = weights.T @ post.primal_  # (groups, classes): plug-in rate of each class in each group
+    assert np.abs(rates[0] - rates[1]).max() < 1e-5
+    base = probs_y.argmax(1)
+    assert 1 - post.objective_ < float(probs_y[np.arange(len(base)), base].mean())  # parity costs accuracy
+    decided = post.primal_.max(1) > 1 - 1e-6
+    rule = post.decision_scores(probs_y, probs_group).argmin(1).numpy()
+    assert (rule[decided] != post.primal_.argmax(1)[decided]).mean() < 0.02

@@ -203,8 +203,11 @@ class FairPostProcessor:
         q_sel = sparse.csr_matrix(
             (np.ones(num_rows), (np.arange(num_rows), [c for _, c, _ in cell_of])), shape=(num_rows, num_cells)
         )
-        a_ub = sparse.vstack([sparse.hstack([rate, -q_sel]), sparse.hstack([-rate, q_sel])]).tocsr()
-        b_ub = np.full(2 * num_rows, self.alpha / 2.0 + 1e-7)  # slack: HiGHS presolve can reject exact equality
+        # The rate rows are written times n (their weights become gamma = p(a | x) / p_hat(a), of order 1): with
+        # weights of order 1/n down to ~1e-20, HiGHS declared a feasible alpha = 0 LP infeasible (Adult, n = 11306).
+        a_ub = n * sparse.vstack([sparse.hstack([rate, -q_sel]), sparse.hstack([-rate, q_sel])]).tocsr()
+        # slack: HiGHS presolve can reject exact equality
+        b_ub = np.full(2 * num_rows, n * (self.alpha / 2.0 + 1e-7))
         a_eq = sparse.hstack(
             [
                 sparse.csr_matrix(
@@ -219,7 +222,7 @@ class FairPostProcessor:
         )
         if res.status != 0:
             raise RuntimeError(f"the fairness LP did not solve: {res.message}")
-        u = -np.asarray(res.ineqlin.marginals)
+        u = -n * np.asarray(res.ineqlin.marginals)  # duals of the unscaled rows
         mu_rows = u[:num_rows] - u[num_rows:]
         if self.criterion == "eo":
             self.mu_ = mu_rows.reshape(num_groups, num_classes, num_classes)
