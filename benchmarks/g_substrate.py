@@ -98,7 +98,7 @@ SIZES = {
     "default": Size("byte_llama", steps=120, batch=8, n_eval=16, seeds=3, lr=2e-3, split_isolated=False),
     "full": Size(
         "smollm2",
-        steps=48,
+        steps=32,
         batch=4,
         n_eval=6,
         seeds=1,
@@ -186,7 +186,7 @@ def train(
     steps: int,
     size: Size,
     seed: int,
-) -> tuple[SubstrateSFTModule, dict[str, int]]:
+) -> tuple[SubstrateSFTModule, dict[str, float]]:
     """Train a fresh model for exactly ``steps`` optimizer steps of ``size.batch`` samples; return it and its counts."""
     batch, lr = size.batch, size.lr
     seed_everything(seed, verbose=False)
@@ -211,7 +211,7 @@ def train(
         trainer.fit(module, dm)
     if trainer.global_step != steps:
         raise RuntimeError(f"{mixture} run made {trainer.global_step} optimizer steps, expected {steps}")
-    info = {"steps": trainer.global_step, "samples": counter.samples, "tokens": counter.tokens}
+    info: dict[str, float] = {"steps": trainer.global_step, "samples": counter.samples, "tokens": counter.tokens}
     return module, info | {"answer_tokens": counter.answer_tokens}
 
 
@@ -219,7 +219,7 @@ def score(module: SubstrateSFTModule, tasks: list[GraphTask], size: Size) -> dic
     """Greedy-generation scores of ``module`` on ``tasks`` (exact match per task, extraction edge F1)."""
     qa = [t for t in tasks if t.task != "extraction"]
     ext = [t for t in tasks if t.task == "extraction"]
-    out = {}
+    out: dict[str, float] = {}
     module.model.eval()
     if qa:
         out |= evaluate_graph_tasks(module.language_model(batch_size=8), qa, max_new_tokens=size.new_tokens_qa)
@@ -237,12 +237,13 @@ def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[Graph
     """The three arms for one seed: scores and training counts (summed over the isolated arm's models)."""
     make_model = model_factory(size)
     result: dict[str, dict[str, float]] = {}
+    start = time.time()
     for regime in ("multitask", "interleaved"):
         module, info = train(make_model, regime, TASKS, RATIOS, size.steps, size, seed)
         result[regime] = score(module, generated, size) | {f"real_{k}": v for k, v in score(module, real, size).items()}
         result[regime] |= info | {"models": 1}
-        print(f"  {regime}: {info}", flush=True)
-    iso: dict[str, float] = dict.fromkeys(COUNTS, 0) | {"models": len(TASKS)}
+        print(f"  {regime}: {info}, {time.time() - start:.0f} s", flush=True)
+    iso: dict[str, float] = dict.fromkeys(COUNTS, 0.0) | {"models": float(len(TASKS))}
     budget = isolated_steps(size.steps, TASKS, RATIOS) if size.split_isolated else dict.fromkeys(TASKS, size.steps)
     for task in TASKS:
         role = {"consistency": "consistency", "extraction": "extraction"}.get(task, "algorithm")
@@ -254,7 +255,7 @@ def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[Graph
         mine_real = [t for t in real if t.task == task]
         if mine_real:
             iso |= {f"real_{k}": v for k, v in score(module, mine_real, size).items()}
-    print(f"  isolated: { {k: iso[k] for k in COUNTS} }", flush=True)
+        print(f"  isolated {task}: {info}, {time.time() - start:.0f} s", flush=True)
     result["isolated"] = iso
     for res in result.values():
         res["mean_em"] = statistics.fmean(res[t] for t in QA_TASKS)
@@ -264,7 +265,7 @@ def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[Graph
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--full", action="store_true", help="SmolLM2-135M-Instruct with LoRA (about 25 min)")
+    parser.add_argument("--full", action="store_true", help="SmolLM2-135M-Instruct with LoRA, one seed (about 30 min)")
     args = parser.parse_args()
     if args.full and args.quick:
         raise ValueError("--full and --quick are exclusive; give one of them")

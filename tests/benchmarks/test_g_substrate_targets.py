@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,7 +23,7 @@ def _result(level: dict[str, float]) -> dict[str, dict[str, float]]:
     return out
 
 
-def test_targets_from_per_seed_results(tmp_path) -> None:
+def test_targets_from_per_seed_results(tmp_path: Path) -> None:
     per_seed = [_result({"isolated": 0.5, "multitask": 0.4, "interleaved": 0.45}),
                 _result({"isolated": 0.5, "multitask": 0.4, "interleaved": 0.47})]  # fmt: skip
     path = tmp_path / "g.json"
@@ -51,7 +53,7 @@ def test_isolated_steps_share_the_budget_by_mixture_share() -> None:
 
 
 @pytest.fixture
-def one_thread():
+def one_thread() -> Iterator[None]:
     """One torch thread, as the benchmark runs (tiny models are much slower with two on a loaded machine)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -59,7 +61,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def test_arms_train_the_same_steps_samples_and_every_token_once(one_thread) -> None:
+def test_arms_train_the_same_steps_samples_and_every_token_once(one_thread: None) -> None:
     size = bench.Size(
         "byte_llama", steps=10, batch=2, n_eval=1, seeds=1, lr=1e-3, split_isolated=True, width=16,
         new_tokens_qa=2, new_tokens_extraction=2,
