@@ -242,7 +242,7 @@ def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[Graph
         module, info = train(make_model, regime, TASKS, RATIOS, size.steps, size, seed)
         result[regime] = score(module, generated, size) | {f"real_{k}": v for k, v in score(module, real, size).items()}
         result[regime] |= info | {"models": 1}
-        print(f"  {regime}: {info}, {time.time() - start:.0f} s", flush=True)
+        print(f"  {regime}: {result[regime]}, {time.time() - start:.0f} s", flush=True)
     iso: dict[str, float] = dict.fromkeys(COUNTS, 0.0) | {"models": float(len(TASKS))}
     budget = isolated_steps(size.steps, TASKS, RATIOS) if size.split_isolated else dict.fromkeys(TASKS, size.steps)
     for task in TASKS:
@@ -255,7 +255,7 @@ def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[Graph
         mine_real = [t for t in real if t.task == task]
         if mine_real:
             iso |= {f"real_{k}": v for k, v in score(module, mine_real, size).items()}
-        print(f"  isolated {task}: {info}, {time.time() - start:.0f} s", flush=True)
+        print(f"  isolated {task}: {info}, {time.time() - start:.0f} s; so far {iso}", flush=True)
     result["isolated"] = iso
     for res in result.values():
         res["mean_em"] = statistics.fmean(res[t] for t in QA_TASKS)
