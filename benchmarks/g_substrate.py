@@ -1,13 +1,25 @@
 """G-Substrate: interleaved role-based SFT against task-isolated and naive multi-task SFT of the same model.
 
-Three regimes train the same causal LM (a random-weight Llama over byte tokens, ``tiny_byte_llama``) with
-the same optimizer, the same number of optimizer steps and the same batch size (so the same number of
-samples, each seen once):
+Three regimes train the same causal LM with the same optimizer, batch size and number of optimizer steps
+(so the same number of samples, each seen once):
 
 * ``isolated``: one model per task, trained on that task only (seven models);
 * ``multitask``: one model on all tasks, every sample on a graph of its own;
 * ``interleaved``: one model on the same task counts, where each algorithm sample's graph is re-used for a
   consistency and an extraction sample.
+
+Two model sizes:
+
+* default and ``--quick``: a random-weight Llama over byte tokens (``tiny_byte_llama``), full training;
+  each isolated model gets the full step budget (the isolated arm trains seven times as many steps);
+* ``--full``: SmolLM2-135M-Instruct (offline, ``smollm2()``) with LoRA adapters (rank 8, alpha 16 on
+  ``q_proj`` and ``v_proj``), one seed by default. The isolated arm shares the step budget: the model of a
+  task gets the steps of that task's share of the mixture (the role ratio, split evenly over the algorithm
+  tasks), so every arm makes the same number of optimizer steps on the same number of samples and each task
+  gets as many samples as in the multi-task mixture. Training graphs have 4-7 nodes, so prompts stay short.
+
+The JSON records per arm the optimizer steps, the training samples, the non-padding tokens and the answer
+(scored) tokens actually consumed, summed over the arm's models.
 
 All models are scored on the same held-out samples: generated graphs larger than in training (8-10 nodes
 against 4-7) and networkx's real graphs (karate club and Florentine families for connectivity and cycles,
@@ -20,20 +32,25 @@ and not below isolated on any task (worst per-task difference >= 0), both as mea
 
     python benchmarks/g_substrate.py --quick --json outputs/g_substrate_quick.json
     python benchmarks/g_substrate.py --json benchmarks/results/g_substrate.json
+    python benchmarks/g_substrate.py --full --json benchmarks/results/g_substrate_smollm2.json
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from lightning.pytorch import Trainer, seed_everything
+from lightning.pytorch import Callback, Trainer, seed_everything
+from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -46,13 +63,96 @@ from lightning_icml26.data.graph_substrate import (
     sample_graph,
 )
 from lightning_icml26.data.graph_substrate.mixtures import make_task, task_kind
-from lightning_icml26.llm import ByteTokenizer
+from lightning_icml26.llm import ByteTokenizer, smollm2
 from lightning_icml26.modules import SubstrateSFTModule, evaluate_graph_tasks, tiny_byte_llama
 
 TASKS = ["connectivity", "cycle", "shortest_path", "matching", "neighbors", "consistency", "extraction"]
 QA_TASKS = TASKS[:-1]
 RATIOS = {"algorithm": 0.6, "consistency": 0.2, "extraction": 0.2}
 ALGO = [t for t in TASKS if t not in ("consistency", "extraction")]
+SMOLLM2_LORA = {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]}
+
+ModelFactory = Callable[[int], tuple[nn.Module, Any, Mapping[str, Any] | None]]
+"""``seed -> (causal LM, tokenizer, LoRA keyword arguments or None)``: a fresh model for every training run."""
+
+
+@dataclass(frozen=True)
+class Size:
+    """One benchmark size: model, step budget and evaluation budget."""
+
+    model: str  # "byte_llama" or "smollm2"
+    steps: int
+    batch: int
+    n_eval: int
+    seeds: int
+    lr: float
+    split_isolated: bool  # isolated models share the step budget (True) or each get all of it (False)
+    width: int = 64  # byte Llama only
+    new_tokens_qa: int = 12
+    new_tokens_extraction: int = 280
+    max_length: int = 2048  # training samples longer than this raise (none at these graph sizes)
+
+
+SIZES = {
+    "quick": Size("byte_llama", steps=30, batch=8, n_eval=6, seeds=2, lr=2e-3, split_isolated=False),
+    "default": Size("byte_llama", steps=120, batch=8, n_eval=16, seeds=3, lr=2e-3, split_isolated=False),
+    "full": Size(
+        "smollm2",
+        steps=32,
+        batch=4,
+        n_eval=6,
+        seeds=1,
+        lr=1e-3,
+        split_isolated=True,
+        new_tokens_qa=16,
+        new_tokens_extraction=160,
+    ),  # fmt: skip
+}
+
+
+def model_factory(size: Size) -> ModelFactory:
+    """Fresh model, tokenizer and LoRA settings for ``size.model``."""
+    if size.model == "smollm2":
+
+        def make_smollm2(seed: int) -> tuple[nn.Module, Any, Mapping[str, Any] | None]:
+            torch.manual_seed(seed)  # the LoRA initialisation
+            lm = smollm2()
+            return lm.model, lm.tokenizer, SMOLLM2_LORA
+
+        return make_smollm2
+
+    def make_byte_llama(seed: int) -> tuple[nn.Module, Any, Mapping[str, Any] | None]:
+        model = tiny_byte_llama(seed=seed, hidden_size=size.width, num_layers=2, num_heads=4, max_positions=4096)
+        return model, ByteTokenizer(), None
+
+    return make_byte_llama
+
+
+def isolated_steps(steps: int, tasks: list[str], ratios: Mapping[str, float]) -> dict[str, int]:
+    """Optimizer steps of each isolated model when the arm shares ``steps``: each task's share of the mixture.
+
+    A task's share is its role's ratio, split evenly over the tasks of that role; the steps are rounded by
+    largest remainders, so they sum to ``steps``; every task gets at least one step.
+    """
+    role = {t: {"consistency": "consistency", "extraction": "extraction"}.get(t, "algorithm") for t in tasks}
+    per_role = {r: sum(1 for t in tasks if role[t] == r) for r in set(role.values())}
+    raw = {t: steps * ratios[role[t]] / per_role[role[t]] for t in tasks}
+    out = {t: max(1, math.floor(v)) for t, v in raw.items()}
+    for t in sorted(tasks, key=lambda t: (out[t] - raw[t], tasks.index(t)))[: max(0, steps - sum(out.values()))]:
+        out[t] += 1
+    return out
+
+
+class TokenCounter(Callback):
+    """Counts the optimizer's training batches: samples, non-padding tokens and answer (scored) tokens."""
+
+    def __init__(self) -> None:
+        self.samples = self.tokens = self.answer_tokens = 0
+
+    def on_train_batch_start(self, trainer: Trainer, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        self.samples += int(batch["input_ids"].shape[0])
+        self.tokens += int(batch["attention_mask"].sum())
+        self.answer_tokens += int((batch["labels"][:, 1:] != -100).sum())
 
 
 def held_out(n_per_task: int, seed: int) -> tuple[list[GraphTask], list[GraphTask]]:
@@ -78,78 +178,117 @@ def held_out(n_per_task: int, seed: int) -> tuple[list[GraphTask], list[GraphTas
     return generated, real
 
 
-def train(mixture: str, tasks: list[str], ratios: dict[str, float], steps: int, batch: int, seed: int, width: int):
+def train(
+    make_model: ModelFactory,
+    mixture: str,
+    tasks: list[str],
+    ratios: dict[str, float],
+    steps: int,
+    size: Size,
+    seed: int,
+) -> tuple[SubstrateSFTModule, dict[str, float]]:
+    """Train a fresh model for exactly ``steps`` optimizer steps of ``size.batch`` samples; return it and its counts."""
+    batch, lr = size.batch, size.lr
     seed_everything(seed, verbose=False)
-    tok = ByteTokenizer()
+    model, tok, lora = make_model(seed)
     dm = GraphSubstrateDataModule(
         tok, mixture, tasks, ratios, num_train=steps * batch, num_val=1, num_nodes=(4, 7), edge_prob=0.35,
-        max_length=1024, batch_size=batch, seed=seed, kinds=[task_kind(t) for t in ALGO],
+        max_length=size.max_length, over_cutoff="error", batch_size=batch, seed=seed,
+        kinds=[task_kind(t) for t in ALGO],
     )  # fmt: skip
+    counter = TokenCounter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dm.setup()
-        model = tiny_byte_llama(seed=seed, hidden_size=width, num_layers=2, num_heads=4, max_positions=4096)
-        module = SubstrateSFTModule(model, tok, optimizer=lambda p: torch.optim.AdamW(p, lr=2e-3, weight_decay=0.0))
+        module = SubstrateSFTModule(
+            model, tok, optimizer=lambda p: torch.optim.AdamW(p, lr=lr, weight_decay=0.0), lora=lora
+        )
         trainer = Trainer(
             max_steps=steps, max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
             enable_model_summary=False, accelerator="cpu", limit_val_batches=0, gradient_clip_val=1.0,
+            callbacks=[counter],
         )  # fmt: skip
         trainer.fit(module, dm)
-    tokens = sum(len(r["input_ids"]) for r in dm._rows["train"][: steps * batch])
-    return module, {"dropped": dm.over_cutoff["train"], "tokens": tokens}
+    if trainer.global_step != steps:
+        raise RuntimeError(f"{mixture} run made {trainer.global_step} optimizer steps, expected {steps}")
+    info: dict[str, float] = {"steps": trainer.global_step, "samples": counter.samples, "tokens": counter.tokens}
+    return module, info | {"answer_tokens": counter.answer_tokens}
 
 
-def score(module: SubstrateSFTModule, tasks: list[GraphTask]) -> dict[str, float]:
+def score(module: SubstrateSFTModule, tasks: list[GraphTask], size: Size) -> dict[str, float]:
+    """Greedy-generation scores of ``module`` on ``tasks`` (exact match per task, extraction edge F1)."""
     qa = [t for t in tasks if t.task != "extraction"]
     ext = [t for t in tasks if t.task == "extraction"]
-    out = {}
+    out: dict[str, float] = {}
     module.model.eval()
     if qa:
-        out |= evaluate_graph_tasks(module.language_model(batch_size=8), qa, max_new_tokens=12)
+        out |= evaluate_graph_tasks(module.language_model(batch_size=8), qa, max_new_tokens=size.new_tokens_qa)
     if ext:
-        out |= evaluate_graph_tasks(module.language_model(batch_size=8), ext, max_new_tokens=280)
+        lm = module.language_model(batch_size=8)
+        out |= evaluate_graph_tasks(lm, ext, max_new_tokens=size.new_tokens_extraction)
     out.pop("mean_exact_match", None)
     return out
+
+
+COUNTS = ("steps", "samples", "tokens", "answer_tokens")
+
+
+def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[GraphTask]) -> dict[str, dict[str, float]]:
+    """The three arms for one seed: scores and training counts (summed over the isolated arm's models)."""
+    make_model = model_factory(size)
+    result: dict[str, dict[str, float]] = {}
+    start = time.time()
+    for regime in ("multitask", "interleaved"):
+        module, info = train(make_model, regime, TASKS, RATIOS, size.steps, size, seed)
+        result[regime] = score(module, generated, size) | {f"real_{k}": v for k, v in score(module, real, size).items()}
+        result[regime] |= info | {"models": 1}
+        print(f"  {regime}: {result[regime]}, {time.time() - start:.0f} s", flush=True)
+    iso: dict[str, float] = dict.fromkeys(COUNTS, 0.0) | {"models": float(len(TASKS))}
+    budget = isolated_steps(size.steps, TASKS, RATIOS) if size.split_isolated else dict.fromkeys(TASKS, size.steps)
+    for task in TASKS:
+        role = {"consistency": "consistency", "extraction": "extraction"}.get(task, "algorithm")
+        ratios = {r: float(r == role) for r in RATIOS}
+        module, info = train(make_model, "isolated", [task], ratios, budget[task], size, seed)
+        iso |= score(module, [t for t in generated if t.task == task], size)
+        for key in COUNTS:
+            iso[key] += info[key]
+        mine_real = [t for t in real if t.task == task]
+        if mine_real:
+            iso |= {f"real_{k}": v for k, v in score(module, mine_real, size).items()}
+        print(f"  isolated {task}: {info}, {time.time() - start:.0f} s; so far {iso}", flush=True)
+    result["isolated"] = iso
+    for res in result.values():
+        res["mean_em"] = statistics.fmean(res[t] for t in QA_TASKS)
+    return result
 
 
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--full", action="store_true", help="SmolLM2-135M-Instruct with LoRA, one seed (about 30 min)")
     args = parser.parse_args()
+    if args.full and args.quick:
+        raise ValueError("--full and --quick are exclusive; give one of them")
     torch.set_num_threads(1)
-    steps, batch, width, n_eval, seeds = (30, 8, 64, 6, 2) if args.quick else (120, 8, 64, 16, 3)
-    seeds = args.seeds or seeds
-    generated, real = held_out(n_eval, seed=10_000)
+    size = SIZES["full" if args.full else "quick" if args.quick else "default"]
+    seeds = args.seeds or size.seeds
+    generated, real = held_out(size.n_eval, seed=10_000)
     rows, per_seed = [], []
     start = time.time()
     for s in range(seeds):
         seed = args.seed + s
-        result: dict[str, dict[str, float]] = {}
-        for regime in ("multitask", "interleaved"):
-            module, info = train(regime, TASKS, RATIOS, steps, batch, seed, width)
-            result[regime] = score(module, generated) | {f"real_{k}": v for k, v in score(module, real).items()}
-            result[regime] |= info
-        iso: dict[str, float] = {"tokens": 0.0, "dropped": 0.0}
-        for task in TASKS:
-            role = {"consistency": "consistency", "extraction": "extraction"}.get(task, "algorithm")
-            ratios = {r: float(r == role) for r in RATIOS}
-            module, info = train("isolated", [task], ratios, steps, batch, seed, width)
-            mine = [t for t in generated if t.task == task]
-            iso |= score(module, mine)
-            iso["tokens"] += info["tokens"] / len(TASKS)
-            iso["dropped"] += info["dropped"]
-            mine_real = [t for t in real if t.task == task]
-            if mine_real:
-                iso |= {f"real_{k}": v for k, v in score(module, mine_real).items()}
-        result["isolated"] = iso
+        result = run_seed(size, seed, generated, real)
         for regime, res in result.items():
-            res["mean_em"] = statistics.fmean(res[t] for t in QA_TASKS)
             rows.append({"seed": seed, "regime": regime, **{k: res.get(k, float("nan")) for k in _COLUMNS}})
         per_seed.append(result)
         print(f"seed {seed} done after {time.time() - start:.0f} s", flush=True)
         # written after every seed, so a run stopped by a time limit keeps the seeds it finished
-        settings = {"steps": steps, "batch": batch, "width": width, "n_eval_per_task": n_eval, "seeds_planned": seeds}
-        report(per_seed, rows, settings | {"seeds_done": len(per_seed)}, args, final=s == seeds - 1)
+        settings = asdict(size) | {"seeds_planned": seeds, "seeds_done": len(per_seed)}
+        if size.model == "smollm2":
+            settings["lora"] = SMOLLM2_LORA
+        if size.split_isolated:
+            settings["isolated_steps"] = isolated_steps(size.steps, TASKS, RATIOS)
+        report(per_seed, rows, settings, args, final=s == seeds - 1)
 
 
 def report(per_seed: list[dict], rows: list[dict], settings: dict, args: Any, final: bool) -> None:
@@ -184,17 +323,17 @@ def report(per_seed: list[dict], rows: list[dict], settings: dict, args: Any, fi
         for key in _COLUMNS:
             row[key] = (
                 mean(regime, key)
-                if key == "tokens"
+                if key in COUNTS
                 else f"{100 * mean(regime, key):.1f} ± {100 * spread(regime, key):.1f}"
             )
         summary.append(row)
     print(markdown_table(rows, ["seed", "regime", *_COLUMNS]))
-    print("\nMean ± std over seeds (percent; tokens = training tokens per model):")
+    print("\nMean ± std over seeds (percent; steps, samples, tokens: training totals of the arm):")
     print(markdown_table(summary, ["regime", *_COLUMNS]))
     print_targets(targets)
 
 
-_COLUMNS = [*TASKS, "extraction_edge_f1", "mean_em", "real_connectivity", "real_cycle", "real_matching", "tokens"]
+_COLUMNS = [*TASKS, "extraction_edge_f1", "mean_em", "real_connectivity", "real_cycle", "real_matching", *COUNTS]
 
 if __name__ == "__main__":
     main()
