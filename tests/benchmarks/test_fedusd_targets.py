@@ -20,7 +20,7 @@ def _runs(finals: dict[str, float]) -> dict[str, list[dict]]:
 def _rows(alphas: list[float]) -> list[dict]:
     rows = []
     for alpha in alphas:
-        finals = {"fedavg": 0.30, "dm": 0.60, "fedaf": 0.62, "fedusd": 0.70, "fedusd_proj": 0.66, "fedusd_scaled": 0.61}
+        finals = {"fedavg": 0.30, "dm": 0.60, "fedaf": 0.62, "fedusd": 0.70, "fedusd_proj": 0.66, "dm_mf": 0.65}
         rows += fedusd.summarise(_runs(finals), alpha, "digits")
     return rows
 
@@ -38,7 +38,7 @@ def test_targets_have_the_same_keys_at_both_sizes() -> None:
     full = fedusd.build_targets(_rows([0.01, 0.1, 0.5]), [0.01, 0.1, 0.5])
     assert quick.keys() == full.keys()
     assert full["fedusd_gain_points_at_alpha_0.01"]["met"] is True
-    assert full["fedusd_scaled_gain_points_at_alpha_0.01"]["met"] is False
+    assert full["fedusd_minus_dm_packed_points_at_lowest_alpha"]["value"] == pytest.approx(5.0)
     assert full["fedusd_min_gain_points_at_alpha_0.1_0.5"]["value"] == pytest.approx(8.0)
     assert math.isnan(quick["fedusd_min_gain_points_at_alpha_0.1_0.5"]["value"])
     assert full["projection_minus_code_loss_points_at_lowest_alpha"]["value"] == pytest.approx(-4.0)

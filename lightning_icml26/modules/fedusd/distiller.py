@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from lightning_icml26.modules.fedusd._sampling import EpochSeededSampler
 from lightning_icml26.modules.fedusd.augment import siamese_augment
 from lightning_icml26.modules.fedusd.convnet import perturbed_copy, reinitialised_copy
+from lightning_icml26.modules.fedusd.formation import pack_quadrants, unpack_quadrants
 from lightning_icml26.ops import hob_projection_loss, hob_w1_loss, mean_matching_loss, var_w1_loss
 
 __all__ = ["LOSSES", "SyntheticSetDistiller"]
@@ -39,6 +40,11 @@ class SyntheticSetDistiller(LightningModule):
 
     The only parameters are the synthetic images; the optimizer is SGD on the pixels.
 
+    With ``multi_formation=True`` (the reference code's default, its ``--aug`` flag) every stored image
+    packs four half-resolution images in its quadrants (initialised from four random real images of the
+    class shrunk by two); the loss, and the server, see the ``4 * ipc`` quadrants upsampled back to full
+    size, while the client sends the ``ipc`` packed images, i.e. the same bytes.
+
     Args:
         teacher: the global model (a module with ``embed``); it is copied, never changed.
         images: the client's real images ``(n, C, H, W)``.
@@ -62,6 +68,7 @@ class SyntheticSetDistiller(LightningModule):
         lgkm_weight: weight of the knowledge-matching term (FedAF only).
         temperature: softmax temperature of the knowledge-matching term.
         seed: seed of every random draw (initial images, networks, augmentations, real batches).
+        multi_formation: store four half-resolution images per synthetic image (see above).
 
     Example:
         >>> from lightning_icml26.modules.fedusd import ConvNet
@@ -97,6 +104,7 @@ class SyntheticSetDistiller(LightningModule):
         lgkm_weight: float = 0.8,
         temperature: float = 2.0,
         seed: int = 0,
+        multi_formation: bool = False,
     ) -> None:
         super().__init__()
         if loss not in LOSSES:
@@ -113,6 +121,8 @@ class SyntheticSetDistiller(LightningModule):
             )
         if not hasattr(teacher, "embed"):
             raise TypeError(f"teacher must have an embed(x) method (e.g. ConvNet), got {type(teacher).__name__}")
+        if multi_formation and (images.shape[-1] % 2 or images.shape[-2] % 2):
+            raise ValueError(f"multi_formation needs an even image height and width, got {tuple(images.shape[-2:])}")
         if real_batch < 2:
             raise ValueError(f"real_batch must be >= 2, got {real_batch}")
         counts = torch.bincount(labels, minlength=num_classes)
@@ -143,11 +153,21 @@ class SyntheticSetDistiller(LightningModule):
         if init == "noise":
             noise = torch.randn((len(self.classes) * ipc, *self.real_images.shape[1:]), generator=self.generator)
             return noise / noise.abs().max() * self.real_images.abs().max()
-        picks = []
-        for c in self.classes:
-            idx = torch.nonzero(self.real_labels == c).flatten()
-            picks.append(idx[torch.randperm(len(idx), generator=self.generator)[:ipc]])
-        return self.real_images[torch.cat(picks)].clone()
+        draws = 4 if self.hparams["multi_formation"] else 1
+        batches = []
+        for _ in range(draws):
+            picks = []
+            for c in self.classes:
+                idx = torch.nonzero(self.real_labels == c).flatten()
+                picks.append(idx[torch.randperm(len(idx), generator=self.generator)[:ipc]])
+            batches.append(self.real_images[torch.cat(picks)].clone())
+        return pack_quadrants(*batches) if draws == 4 else batches[0]
+
+    def decoded(self) -> tuple[Tensor, Tensor]:
+        """The training images the synthetic set stands for and their labels (quadrants unpacked if packed)."""
+        if self.hparams["multi_formation"]:
+            return unpack_quadrants(self.synthetic)[0], self.synthetic_labels.repeat(4)
+        return self.synthetic, self.synthetic_labels
 
     def _network(self) -> nn.Module:
         if self.hparams["resample"] == "reinit":
@@ -169,14 +189,14 @@ class SyntheticSetDistiller(LightningModule):
         hp: Any = self.hparams
         net: Any = self._network().to(self.synthetic.device)
         real = real.to(self.synthetic.device)
-        syn: Tensor = self.synthetic
+        syn, syn_labels = self.decoded()
         if hp.augment:
             real, syn = siamese_augment(real, syn, generator=self.generator)
         f_real, f_syn = net.embed(real), net.embed(syn)
         total = syn.new_zeros(())
         for c in self.classes:
             fr = f_real[real_labels.to(f_real.device) == c]
-            fs = f_syn[self.synthetic_labels == c]
+            fs = f_syn[syn_labels == c]
             if len(fr) < 2:
                 continue
             if hp.loss == "hob_w1":
@@ -187,10 +207,10 @@ class SyntheticSetDistiller(LightningModule):
             else:
                 total = total + mean_matching_loss(fs, fr)
         if hp.loss == "fedaf" and self.global_soft_labels is not None:
-            log_probs = F.log_softmax(self.teacher(self.synthetic) / hp.temperature, dim=1)
+            log_probs = F.log_softmax(self.teacher(self.decoded()[0]) / hp.temperature, dim=1)
             for c in self.classes:
                 target = self.global_soft_labels[c].to(log_probs)
-                mean_probs = log_probs[self.synthetic_labels == c].exp().mean(0)
+                mean_probs = log_probs[syn_labels == c].exp().mean(0)
                 total = total + hp.lgkm_weight * F.kl_div(mean_probs.clamp_min(1e-12).log(), target, reduction="sum")
         return total
 
@@ -224,7 +244,8 @@ class SyntheticSetDistiller(LightningModule):
         """Optimise for ``steps`` steps without a Trainer (the federated simulation's client update).
 
         Returns:
-            ``{"images", "targets" (one-hot), "num_bytes" (float32 images sent), "loss" (last)}``.
+            ``{"images", "targets" (one-hot), "num_bytes" (float32 images sent), "loss" (last)}``; with
+            ``multi_formation`` the images are the unpacked quadrants, the bytes those of the packed set.
         """
         if steps < 0:
             raise ValueError(f"steps must be non-negative, got {steps}")
@@ -236,6 +257,8 @@ class SyntheticSetDistiller(LightningModule):
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        images = self.synthetic.detach().clone()
-        targets = F.one_hot(self.synthetic_labels, int(self.hparams["num_classes"])).float()
-        return {"images": images, "targets": targets, "num_bytes": images.numel() * 4, "loss": float(loss.detach())}
+        with torch.no_grad():
+            images, labels = (t.detach().clone() for t in self.decoded())
+        targets = F.one_hot(labels, int(self.hparams["num_classes"])).float()
+        sent = self.synthetic.numel() * 4  # float32 pixels of the stored (packed) images
+        return {"images": images, "targets": targets, "num_bytes": sent, "loss": float(loss.detach())}
