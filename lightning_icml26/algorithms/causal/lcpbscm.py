@@ -39,6 +39,7 @@ from scipy.stats import norm
 
 from lightning_icml26.algorithms.causal._base import CausalDiscoveryEstimator
 from lightning_icml26.algorithms.causal.local import TEST_EXPONENTS, TriplePattern, log_cumulant, triple_patterns
+from lightning_icml26.algorithms.causal.oracle import ClosedFormOracle
 
 __all__ = ["LCPBSCM"]
 
@@ -89,12 +90,14 @@ class LCPBSCM(CausalDiscoveryEstimator):
         self.max_cond = max_cond
         self.min_eff = float(min_eff)
 
-    def _positive(self, counts: np.ndarray, zeroed: Any, variables: list[int]) -> bool | None:
+    def _positive(self, counts: Any, zeroed: Any, variables: list[int]) -> bool | None:
         """One-sided test of ``d log G > 0`` along ``variables``; None when skipped.
 
-        The derivative is taken at ``z0`` on ``zeroed`` and 1 elsewhere.
+        The derivative is taken at ``z0`` on ``zeroed`` and 1 elsewhere; an oracle answers exactly at ``z = 0``.
         """
         zeroed = sorted(zeroed)
+        if isinstance(counts, ClosedFormOracle):
+            return counts.positive(zeroed, variables)
         z = np.ones(counts.shape[1])
         if self.z0 == 0.0 and zeroed:  # exact: the PGF at z_S = 0 is P(X_S = 0) times the PGF given X_S = 0
             counts = counts[(counts[:, zeroed] == 0).all(axis=1)]
@@ -107,8 +110,7 @@ class LCPBSCM(CausalDiscoveryEstimator):
             return None
         return bool(value > norm.ppf(1 - self.alpha) * se)
 
-    def _skeleton(self, counts: np.ndarray) -> tuple[np.ndarray, dict[tuple[int, int], tuple[int, ...]]]:
-        p = counts.shape[1]
+    def _skeleton(self, counts: Any, p: int) -> tuple[np.ndarray, dict[tuple[int, int], tuple[int, ...]]]:
         adjacency = ~np.eye(p, dtype=bool)
         sepsets: dict[tuple[int, int], tuple[int, ...]] = {}
         for size in range(self.max_cond + 1):
@@ -124,7 +126,7 @@ class LCPBSCM(CausalDiscoveryEstimator):
                         break
         return adjacency, sepsets
 
-    def _signature(self, counts: np.ndarray, tri: tuple[int, ...], adj: tuple[bool, ...], zeroed: set[int]) -> Any:
+    def _signature(self, counts: Any, tri: tuple[int, ...], adj: tuple[bool, ...], zeroed: set[int]) -> Any:
         sig: list[bool] = []
         for e in TEST_EXPONENTS:
             pairs = [(a, b) for a, b in _PAIRS if e[a] and e[b] and sum(e) == 2 and e[3 - a - b] == 0]
@@ -141,9 +143,30 @@ class LCPBSCM(CausalDiscoveryEstimator):
 
     def fit(self, X: Any) -> LCPBSCM:
         """Learn adjacencies, orientations, latent pairs and local equivalence classes of ``X``."""
-        counts = self._check_X(X)
-        p = counts.shape[1]
-        adjacency, sepsets = self._skeleton(counts)
+        return self._fit(self._check_X(X))
+
+    def fit_oracle(self, oracle: ClosedFormOracle) -> LCPBSCM:
+        """Run the same algorithm with every test answered exactly by the closed-form ``log G``.
+
+        This isolates the estimator's logic from finite-sample error: with exact answers every local
+        verdict is the planted triple's class of monomial equivalence.
+
+        Example:
+            >>> import networkx as nx
+            >>> g = nx.DiGraph([("A", "B"), ("L", "B"), ("L", "C"), ("D", "C")])
+            >>> g.nodes["L"]["latent"] = True
+            >>> LCPBSCM().fit_oracle(ClosedFormOracle(g)).graph_.tolist()
+            [[0, 1, 0, 0], [0, 0, 2, 0], [0, 2, 0, 0], [0, 0, 1, 0]]
+        """
+        if not isinstance(oracle, ClosedFormOracle):
+            raise TypeError(f"oracle must be a ClosedFormOracle, got {type(oracle).__name__}")
+        if oracle.n_variables < 3:
+            raise ValueError(f"oracle must stand for at least 3 observed variables, got {oracle.n_variables}")
+        return self._fit(oracle)
+
+    def _fit(self, counts: Any) -> LCPBSCM:
+        p = counts.n_variables if isinstance(counts, ClosedFormOracle) else counts.shape[1]
+        adjacency, sepsets = self._skeleton(counts, p)
         arrow_votes = np.zeros((p, p), dtype=np.int64)
         tail_votes = np.zeros((p, p), dtype=np.int64)
         self.equivalence_classes_ = {}
@@ -164,7 +187,7 @@ class LCPBSCM(CausalDiscoveryEstimator):
 
     def _local_verdict(
         self,
-        counts: np.ndarray,
+        counts: Any,
         tri: tuple[int, ...],
         adjacency: np.ndarray,
         sepsets: dict[tuple[int, int], tuple[int, ...]],
