@@ -14,7 +14,8 @@ from lightning_icml26.algorithms.causal import (
     triple_patterns,
 )
 
-_CASES = [(adj, index) for adj in ((True, True, True), (True, False, True)) for index in range(len(triple_patterns(adj)))]
+_ADJ = ((True, True, True), (True, False, True))
+_CASES = [(adj, index) for adj in _ADJ for index in range(len(triple_patterns(adj)))]
 
 
 def _parametrise(graph: nx.DiGraph, seed: int) -> nx.DiGraph:
