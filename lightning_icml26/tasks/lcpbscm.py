@@ -8,20 +8,10 @@ from pathlib import Path
 
 import torch
 
-from lightning_icml26.algorithms.causal import (
-    LCPBSCM,
-    PBSCMSimulator,
-    PGFSkeleton,
-    edge_list,
-    random_pbscm_graph,
-)
+from lightning_icml26.algorithms.causal import LCPBSCM, PGFSkeleton, edge_list
 from lightning_icml26.data.count_tables import RWM1984_COUNTS, load_rwm1984
-from lightning_icml26.metrics.functional import (
-    latent_pair_f1,
-    orientation_accuracy,
-    skeleton_f1,
-    structural_hamming_distance,
-)
+from lightning_icml26.data.pbscm import PBSCMDataModule
+from lightning_icml26.metrics import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
 
 __all__ = ["lcpbscm_task"]
 
@@ -32,6 +22,7 @@ def lcpbscm_task(
     n_observed: int = 6,
     n_latent: int = 2,
     n_samples: int = 10_000,
+    n_graphs: int = 1,
     columns: Sequence[str] = RWM1984_COUNTS,
     alpha: float = 0.01,
     max_cond: int = 2,
@@ -39,8 +30,9 @@ def lcpbscm_task(
 ) -> dict[str, float]:
     """Learn a causal graph with :class:`LCPBSCM` (and the :class:`PGFSkeleton` precursor) and print it.
 
-    ``source="synthetic"`` draws a random PB-SCM (``n_observed`` variables, ``n_latent`` latent confounders),
-    simulates ``n_samples`` rows and scores both estimators against the truth. ``source="rwm1984"`` fits the
+    ``source="synthetic"`` draws ``n_graphs`` random PB-SCMs (``n_observed`` variables, ``n_latent`` latent
+    confounders, ``n_samples`` rows each) from the test split of :class:`PBSCMDataModule` and scores both
+    estimators against the planted graphs. ``source="rwm1984"`` fits the
     German health-survey counts (``columns``) and prints the learned graph; no accuracy can be claimed there.
 
     Args:
@@ -48,7 +40,9 @@ def lcpbscm_task(
         source: ``"synthetic"`` or ``"rwm1984"``.
         n_observed: observed variables (synthetic).
         n_latent: latent confounders (synthetic).
-        n_samples: rows simulated (synthetic).
+        n_samples: rows simulated per graph (synthetic).
+        n_graphs: random graphs drawn by :class:`PBSCMDataModule` (synthetic); the figures pool them (SHD:
+            mean per graph).
         columns: rwm1984 columns.
         alpha: level of LCPBSCM's tests.
         max_cond: LCPBSCM's largest separating set.
@@ -60,7 +54,7 @@ def lcpbscm_task(
 
     Example:
         >>> out = lcpbscm_task(n_observed=4, n_latent=1, n_samples=3000, seed=0)  # doctest: +ELLIPSIS
-        true graph: ...
+        graph 0 true graph: ...
         >>> 0.0 <= out["lcpbscm_skeleton_f1"] <= 1.0
         True
     """
@@ -69,20 +63,26 @@ def lcpbscm_task(
     estimator = LCPBSCM(alpha=alpha, max_cond=max_cond)
     record: dict[str, object] = {"source": source}
     if source == "synthetic":
-        sim = PBSCMSimulator(random_pbscm_graph(n_observed, n_latent, seed=seed))
-        counts, names = sim.sample(n_samples, seed=seed), [str(n) for n in sim.observed]
-        truth = torch.from_numpy(sim.true_graph())
-        print("true graph:", ", ".join(edge_list(sim.true_graph(), names)))
-        figures: dict[str, float] = {}
-        for key, est in (("lcpbscm", estimator), ("pgf_skeleton", PGFSkeleton(seed=seed))):
-            code = torch.from_numpy(est.fit(counts).graph_)
-            print(f"{key}:", ", ".join(edge_list(est.graph_, names)))
-            record[f"{key}_edges"] = edge_list(est.graph_, names)
-            figures[f"{key}_skeleton_f1"] = float(skeleton_f1(code, truth))
-            figures[f"{key}_orientation_accuracy"] = float(orientation_accuracy(code, truth))
-            figures[f"{key}_shd"] = float(structural_hamming_distance(code, truth))
-            figures[f"{key}_latent_pair_f1"] = float(latent_pair_f1(code, truth))
-        record["true_edges"] = edge_list(sim.true_graph(), names)
+        data = PBSCMDataModule(num_val=0, num_test=n_graphs, n_observed=n_observed, n_latent=n_latent,
+                               n_samples=n_samples, seed=seed).graphs("test")  # fmt: skip
+        names = [f"X{i}" for i in range(n_observed)]
+        scores = {
+            key: {"skeleton_f1": SkeletonF1(), "orientation_accuracy": OrientationAccuracy(),
+                  "shd": StructuralHammingDistance(), "latent_pair_f1": LatentPairF1()}
+            for key in ("lcpbscm", "pgf_skeleton")
+        }  # fmt: skip
+        for index in range(len(data)):
+            item = data[index]
+            counts, truth = item["counts"].numpy(), item["target"]
+            print(f"graph {index} true graph:", ", ".join(edge_list(truth.numpy(), names)))
+            for key, est in (("lcpbscm", estimator), ("pgf_skeleton", PGFSkeleton(seed=seed))):
+                code = torch.from_numpy(est.fit(counts).graph_)
+                print(f"graph {index} {key}:", ", ".join(edge_list(est.graph_, names)))
+                record[f"{key}_edges_{index}"] = edge_list(est.graph_, names)
+                for metric in scores[key].values():
+                    metric.update(code, truth)
+            record[f"true_edges_{index}"] = edge_list(truth.numpy(), names)
+        figures = {f"{key}_{name}": float(m.compute()) for key, ms in scores.items() for name, m in ms.items()}
     else:
         counts_np, names = load_rwm1984(columns)
         estimator.fit(counts_np)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lightning_icml26.algorithms.causal._base import CausalDiscoveryEstimator, edge_list
 from lightning_icml26.algorithms.causal.lcpbscm import LCPBSCM
 from lightning_icml26.algorithms.causal.local import TriplePattern, log_cumulant, triple_patterns
+from lightning_icml26.algorithms.causal.oracle import ClosedFormOracle
 from lightning_icml26.algorithms.causal.pgf import (
     check_counts,
     closed_form_log_pgf,
@@ -20,6 +21,7 @@ from lightning_icml26.algorithms.causal.skeleton import PGFSkeleton
 
 __all__ = [
     "CausalDiscoveryEstimator",
+    "ClosedFormOracle",
     "LCPBSCM",
     "PBSCMSimulator",
     "PGFSkeleton",
