@@ -30,7 +30,7 @@ from lightning_icml26.metrics import QueryCount, RecourseCost, RecourseSparsity,
 __all__ = ["METHODS", "PREDICTORS", "asr_icl_task", "build_predictor", "compare_recourse", "sample_context"]
 
 PREDICTORS = ("lsa", "kernel", "logistic")
-METHODS = ("asr_icl", "asr_icl_norefine", "full_zo", "dice_random", "growing_spheres", "wachter")
+METHODS = ("asr_icl", "asr_icl_norefine", "full_zo", "full_zo_norefine", "dice_random", "growing_spheres", "wachter")
 
 
 def sample_context(y: np.ndarray, n_context: int, rng: np.random.Generator) -> np.ndarray:
@@ -64,6 +64,8 @@ def _generator(method: str, predictor: Any, table: RecourseTable, budget: int, s
         return ASRICL(predictor, spec, budget=budget, seed=seed, refine=False)
     if method == "full_zo":
         return FullZO(predictor, spec, budget=budget, seed=seed)
+    if method == "full_zo_norefine":
+        return FullZO(predictor, spec, budget=budget, seed=seed, refine=False)
     if method == "dice_random":
         return DiceRandom(predictor, spec, budget=budget, seed=seed)
     if method == "growing_spheres":
@@ -89,8 +91,9 @@ def compare_recourse(
     class); the target is class ``1``.
 
     Returns:
-        ``{method: {"validity", "cost", "sparsity", "queries", "seconds"}}`` (cost and sparsity over the
-        valid recourses).
+        ``{method: {"validity", "cost", "dense_cost", "sparsity", "queries", "seconds", "rows"}}`` (costs and
+        sparsity over the valid recourses; ``dense_cost`` is the normalised L1 over every feature plus the
+        number of changed features, an L0 on continuous features too, which the spec's cost leaves out).
 
     Example:
         >>> from lightning_icml26.data.recourse_tables import make_credit
@@ -122,9 +125,12 @@ def compare_recourse(
         cost.update(torch.as_tensor(X), torch.as_tensor(result.counterfactuals), valid)
         sparsity.update(torch.as_tensor(X), torch.as_tensor(result.counterfactuals), valid)
         queries.update(torch.as_tensor(result.queries))
+        delta = np.abs(result.counterfactuals - X)[valid.numpy()]
+        dense = (delta / table.spec.ranges).sum(1) + (delta > 1e-12).sum(1)
         out[method] = {
             "validity": float(validity.compute()),
             "cost": float(cost.compute()),
+            "dense_cost": float(dense.mean()) if dense.size else 0.0,
             "sparsity": float(sparsity.compute()),
             "queries": float(queries.compute()),
             "seconds": seconds,

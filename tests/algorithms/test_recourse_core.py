@@ -14,6 +14,9 @@ from lightning_icml26.algorithms.recourse import (
     BudgetExhausted,
     CountingOracle,
     FullZO,
+    SearchState,
+    StopSearch,
+    subspace_racos,
     update_importance,
 )
 
@@ -232,3 +235,45 @@ def test_clear_errors() -> None:
         ActionabilitySpec((0, 0), (1, 1), (True, True), (0, 0), (None,))
     with pytest.raises(ValueError, match="direction entries"):
         ActionabilitySpec((0,), (1,), (True,), (2,), (None,))
+
+
+def test_full_zo_gets_the_same_refinement_as_asr_icl() -> None:
+    # only feature 0 matters (flip iff x_0 > 0.6); from x = 0.2 the cheapest recourse moves x_0 to 0.6: cost 0.4
+    spec = ActionabilitySpec((0.0,) * 6, (1.0,) * 6, (True,) * 6, (0,) * 6, (None,) * 6)
+    calls = {"rows": 0}
+
+    def oracle(X: np.ndarray) -> np.ndarray:
+        calls["rows"] += len(X)
+        return (X[:, 0] > 0.6).astype(int)
+
+    X = np.full((3, 6), 0.2)
+    raw = FullZO(oracle, spec, classes=[0, 1], seed=1, refine=False).generate(X, 1)
+    assert raw.found.all()
+    assert raw.queries.tolist() == [150] * 3
+    assert (np.abs(raw.counterfactuals - X) > 1e-12).sum(1).min() > 1  # RACOS alone leaves other features moved
+    calls["rows"] = 0
+    refined = FullZO(oracle, spec, classes=[0, 1], seed=1).generate(X, 1)
+    assert calls["rows"] == refined.queries.sum()
+    assert np.all(refined.queries <= 150)
+    assert np.all(refined.queries >= 150 - (6 + 5))
+    asr = ASRICL(oracle, spec, classes=[0, 1], seed=1).generate(X, 1)
+    for out in (refined, asr):
+        assert out.found.all()
+        moved = np.abs(out.counterfactuals - X) > 1e-12
+        assert moved[:, 1:].sum() == 0
+        assert moved[:, 0].all()
+        # five bisection steps from a flip at most 0.8 away: within 0.8 / 32 of the optimum 0.4
+        assert np.all(out.cost > 0.4)
+        assert np.all(out.cost <= 0.4 + 0.8 / 32 + 1e-12)
+    assert np.all(refined.cost <= raw.cost)
+
+
+def test_subspace_racos_stop_and_full_zo_arguments() -> None:
+    spec = ActionabilitySpec((0.0,) * 3, (1.0,) * 3, (True,) * 3, (0,) * 3, (None,) * 3)
+    counting = CountingOracle(lambda X: np.zeros(len(X), int), budget=10)
+    state = SearchState(np.zeros(3), spec, counting, lambda label: label == 1, lam=0.25)
+    with pytest.raises(StopSearch):
+        subspace_racos(state, np.arange(3), 5, np.random.default_rng(0), stop=lambda: counting.queries >= 2)
+    assert counting.queries == 2
+    with pytest.raises(ValueError, match="refine_steps must be an int >= 0, got -1"):
+        FullZO(lambda X: X[:, 0] > 0, spec, classes=[0, 1], refine_steps=-1)

@@ -23,11 +23,17 @@ def test_context_has_every_class_and_no_repeats() -> None:
 
 
 def test_compare_recourse_on_the_same_rows(tmp_path: Path) -> None:
-    out = compare_recourse(make_credit(n=600), "lsa", n_rows=4, methods=("asr_icl", "full_zo", "wachter"))
-    assert out["full_zo"]["queries"] == 150.0  # full budget (first query reads the label)
+    methods = ("asr_icl", "full_zo", "full_zo_norefine", "wachter")
+    out = compare_recourse(make_credit(n=600), "lsa", n_rows=4, methods=methods)
+    assert out["full_zo_norefine"]["queries"] == 150.0  # full budget (first query reads the label)
+    assert 150.0 - (6 + 5) <= out["full_zo"]["queries"] <= 150.0  # RACOS stops with m + 5 left for refining
     assert out["wachter"]["queries"] == 0.0
     assert out["asr_icl"]["queries"] < out["full_zo"]["queries"]
     assert {m["rows"] for m in out.values()} == {4.0}
+    for figures in out.values():  # dense = cost + L1 of discrete + L0 of continuous, each in [0, sparsity]
+        assert figures["dense_cost"] >= max(figures["cost"], figures["sparsity"]) - 1e-9
+        assert figures["dense_cost"] <= figures["cost"] + figures["sparsity"] + 1e-9
+    assert out["full_zo_norefine"]["dense_cost"] > out["full_zo_norefine"]["cost"] + 1.0  # RACOS moves all features
     flat = asr_icl_task(tmp_path, dataset="credit", predictor="kernel", n_rows=2, methods=["dice_random"])
     assert json.loads((tmp_path / "asr_icl.json").read_text()) == flat
     assert 0.0 <= flat["dice_random/validity"] <= 1.0

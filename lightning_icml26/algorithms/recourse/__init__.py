@@ -10,6 +10,7 @@ from __future__ import annotations
 from lightning_icml26.algorithms.recourse.asr_icl import (
     ASRICL,
     FullZO,
+    StopSearch,
     refine_flip,
     subspace_racos,
     update_importance,
@@ -55,6 +56,7 @@ __all__ = [
     "RecourseResult",
     "refine_flip",
     "SearchState",
+    "StopSearch",
     "subspace_racos",
     "update_importance",
     "Wachter",
