@@ -322,7 +322,8 @@ class ArBG(pl.LightningModule):
         Example:
             >>> m = ArBG(n_atoms=2, dim=1, num_bins=4, coord_range=(-3.0, 3.0), scale=1.0, hidden_size=8,
             ...          num_layers=1, num_heads=2, dequantization="empirical")
-            >>> m.fit_dequantization(torch.randn(50, 2, 1) * 0.5)
+            >>> g = torch.Generator().manual_seed(0)
+            >>> m.fit_dequantization(torch.randn(50, 2, 1, generator=g) * 0.5, generator=g)
             >>> int(m.tokenizer.offset_counts.sum())
             100
         """
