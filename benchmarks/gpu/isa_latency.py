@@ -214,39 +214,63 @@ def measure_config(
     q, k, v = (x.requires_grad_() for x in timed)
     grad_out = torch.randn(q.shape, generator=torch.Generator().manual_seed(args.seed)).to(device, q.dtype)
     grads: dict[str, tuple[Tensor, ...]] = {}
-    for m, fn in fns.items():
-        _check_time(deadline)
-
-        def forward(fn: Attention = fn) -> Tensor:
-            with torch.no_grad():
-                return fn(q, k, v)
-
-        def forward_backward(fn: Attention = fn) -> tuple[Tensor, ...]:
-            return torch.autograd.grad(fn(q, k, v), (q, k, v), grad_out)
-
-        timing = (device, args.warmup, args.repeats)
-        row["fwd_ms"][m] = _attempt(row, f"fwd latency {m}", partial(latency_ms, forward, *timing))
-        _check_time(deadline)
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        row["fwd_bwd_ms"][m] = _attempt(row, f"fwd+bwd latency {m}", partial(latency_ms, forward_backward, *timing))
-        row["peak_gib"][m] = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
-        if m in ("isa_triton", "isa_torch"):
-            got = _attempt(row, f"gradients {m}", forward_backward)
+    try:
+        for m, fn in fns.items():
+            got = _time_method(row, m, fn, (q, k, v), grad_out, args, device, deadline)
             if got is not None:
                 grads[m] = got
-    for kind in ("fwd", "fwd_bwd"):
-        ms = row[f"{kind}_ms"]
-        base = ms.get("sdpa_flash")
-        row[f"{kind}_ratio"] = {
-            m: (ms[m] / base if ms.get(m) is not None and base else float("nan")) for m in fns if m != "sdpa_flash"
-        }
+    finally:  # also when out of time: the ratios of what was measured
+        _fill_ratios(row, fns)
     if "isa_triton" in grads and "isa_torch" in grads:
         with torch.no_grad():
             out_tr, out_to = fns["isa_triton"](q, k, v), fns["isa_torch"](q, k, v)
         pairs = zip("qkv", grads["isa_triton"], grads["isa_torch"], strict=True)
         check = {"out": _rel_l2(out_tr, out_to), **{f"grad_{n}": _rel_l2(a, b) for n, a, b in pairs}}
         row["triton_vs_torch_rel_l2"] = check
+
+
+def _time_method(
+    row: dict[str, Any],
+    name: str,
+    fn: Attention,
+    qkv: tuple[Tensor, Tensor, Tensor],
+    grad_out: Tensor,
+    args: argparse.Namespace,
+    device: torch.device,
+    deadline: float,
+) -> tuple[Tensor, ...] | None:
+    """Forward and forward + backward latency and peak memory of one method into ``row``; ISA's q, k, v grads."""
+    q, k, v = qkv
+
+    def forward() -> Tensor:
+        with torch.no_grad():
+            return fn(q, k, v)
+
+    def forward_backward() -> tuple[Tensor, ...]:
+        return torch.autograd.grad(fn(q, k, v), (q, k, v), grad_out)
+
+    timing = (device, args.warmup, args.repeats)
+    _check_time(deadline)
+    row["fwd_ms"][name] = _attempt(row, f"fwd latency {name}", partial(latency_ms, forward, *timing))
+    _check_time(deadline)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    row["fwd_bwd_ms"][name] = _attempt(row, f"fwd+bwd latency {name}", partial(latency_ms, forward_backward, *timing))
+    row["peak_gib"][name] = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
+    if name == "sdpa_flash":
+        return None
+    grads: tuple[Tensor, ...] | None = _attempt(row, f"gradients {name}", forward_backward)
+    return grads
+
+
+def _fill_ratios(row: dict[str, Any], fns: dict[str, Attention]) -> None:
+    """``row["fwd_ratio"]``, ``row["fwd_bwd_ratio"]``: each ISA method's latency over ``sdpa_flash``'s (or nan)."""
+    for kind in ("fwd", "fwd_bwd"):
+        ms = row[f"{kind}_ms"]
+        base = ms.get("sdpa_flash")
+        row[f"{kind}_ratio"] = {
+            m: (ms[m] / base if ms.get(m) is not None and base else float("nan")) for m in fns if m != "sdpa_flash"
+        }
 
 
 def latency_ratio(rows: Sequence[dict[str, Any]], tokens: int, heads: int, method: str = "isa_triton") -> float:
@@ -278,7 +302,7 @@ def latency_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "fwd_ms": r["fwd_ms"].get(m), "fwd_bwd_ms": r["fwd_bwd_ms"].get(m),
                 "fwd_vs_sdpa": r.get("fwd_ratio", {}).get(m, 1.0 if m == "sdpa_flash" else None),
                 "fwd_bwd_vs_sdpa": r.get("fwd_bwd_ratio", {}).get(m, 1.0 if m == "sdpa_flash" else None),
-                "cosine_min": worst(cos, "min") if m != "sdpa_flash" else 1.0,
+                "cosine_min": worst(cos, "min") if m != "sdpa_flash" else "ref",
                 "peak_gib": r.get("peak_gib", {}).get(m),
             })  # fmt: skip
     return flat

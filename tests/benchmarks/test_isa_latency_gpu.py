@@ -123,9 +123,9 @@ def test_wall_clock_cap_stops_and_writes_partial_json(tmp_path: Path, monkeypatc
     checks = {"n": 0}
     real_check = script._check_time
 
-    def check(deadline: float) -> None:  # out of time after the cosine pass and the first forward timing
-        checks["n"] += 1
-        if checks["n"] > 3:
+    def check(deadline: float) -> None:  # out of time after the cosine pass and both forward timings
+        checks["n"] += 1  # 1: config, 2: temperature, 3, 4: sdpa fwd, fwd+bwd, 5, 6: isa_torch fwd, fwd+bwd
+        if checks["n"] > 5:
             raise script.OutOfTime
         real_check(deadline)
 
@@ -138,8 +138,10 @@ def test_wall_clock_cap_stops_and_writes_partial_json(tmp_path: Path, monkeypatc
     assert figures["complete"] is False
     (row,) = written["rows"]  # the second length was never started
     assert "5.0" in row["cosine"]
-    assert list(row["fwd_ms"]) == ["sdpa_flash"]
-    assert row["fwd_bwd_ms"] == {}
+    assert list(row["fwd_ms"]) == ["sdpa_flash", "isa_torch"]
+    assert list(row["fwd_bwd_ms"]) == ["sdpa_flash"]
+    assert row["fwd_ratio"]["isa_torch"] == row["fwd_ms"]["isa_torch"] / row["fwd_ms"]["sdpa_flash"]
+    assert math.isnan(row["fwd_bwd_ratio"]["isa_torch"])
     assert set(written["targets"]) == TARGET_KEYS
 
 
