@@ -14,6 +14,12 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import pytest
 import torch
 
+# Without a GPU, Triton kernels (ISA's backend="triton") can only run under the interpreter, and TRITON_INTERPRET
+# is read when triton.language is first imported: other imports (Lightning, torchmetrics) pull triton in during
+# collection, so a test module setting it would be too late. Importing torch does not import triton.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 torch.set_num_threads(2)
 
 

@@ -34,6 +34,25 @@ def test_dense_equality_when_nothing_is_dropped(seq: int, target_len: int, block
     torch.testing.assert_close(out, _dense(q, k, v), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize(("seq", "target_len", "masked"), [(64, 32, False), (70, 29, True), (64, 30, True)])
+def test_exact_half_is_unmasked_only_for_whole_blocks(
+    seq: int, target_len: int, masked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whole blocks leave no padding, so the exact half passes no mask (SDPA's flash backend takes none)."""
+    masks: list[object] = []
+    real = F.scaled_dot_product_attention
+
+    def spy(*args: object, attn_mask: torch.Tensor | None = None, **kwargs: object) -> torch.Tensor:
+        masks.append(attn_mask)
+        return real(*args, attn_mask=attn_mask, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    q, k, v = _qkv(1, seq, 2, 8)
+    isa_attention(q, k, v, target_len, block_size=8)  # outputs: test_dense_equality_when_nothing_is_dropped
+    assert len(masks) == 1
+    assert (masks[0] is not None) is masked
+
+
 def test_taylor_path_exact_for_keys_constant_in_blocks() -> None:
     seq, target_len, block = 70, 29, 8
     q, k, v = _qkv(1, seq, 2, 8, seed=1)

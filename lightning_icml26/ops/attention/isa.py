@@ -314,7 +314,9 @@ def isa_attention(
     exact_local = pooled_kv.topk(n_exact, dim=-1).indices  # (B, H, n, NS)
 
     out_p = torch.zeros_like(qp)
-    key_valid = lay.valid[kv_idx].reshape(bsz, heads, 1, -1)
+    # no padding when both parts are whole blocks: no mask then, so SDPA may take its flash backend (which takes none)
+    whole_blocks = target_len % block_size == 0 and (seq - target_len) % block_size == 0
+    key_valid = None if whole_blocks else lay.valid[kv_idx].reshape(bsz, heads, 1, -1)
     if n_full > 0:  # 3a. exact attention over all kept tokens
         qf = _gather_blocks(qp, full_idx).reshape(bsz, heads, -1, d)
         kf = _gather_blocks(kp, kv_idx).reshape(bsz, heads, -1, d)
