@@ -59,8 +59,10 @@ __all__ = [
     "next_frame_fn",
     "official_itc",
     "prepare_minatar",
+    "random_return",
     "real_return",
     "rollout_figures",
+    "train_agent",
     "train_agents",
     "window_loss",
 ]
@@ -331,6 +333,43 @@ def real_return(
     return statistics.fmean(float(r.sum()) for r in played.rewards[:episodes])
 
 
+def train_agent(
+    logits_fn: LogitsFn,
+    data: MinAtarData,
+    itc: ITCDecoder,
+    config: ImaginationConfig,
+    decoder: str,
+    seed: int,
+    *,
+    eval_episodes: int = 6,
+    eval_steps: int = 300,
+    max_seconds: float | None = None,
+) -> tuple[float, int]:
+    """One actor-critic trained purely in imagination with ``decoder``, then played in the real game.
+
+    The agent (initialised from seed ``1000 + seed``) starts its imagined trajectories from real training
+    windows of ``context`` frames; it is evaluated with :func:`real_return` (seed ``10000 + seed``).
+
+    Returns:
+        ``(mean real return, imagination updates run)``; fewer updates than ``config.updates`` only when
+        ``max_seconds`` cut the training.
+    """
+    rules = FrameRules(data.game, data.book)
+    starts = episode_windows(data.train_tokens, data.train.actions, data.context)[:2]
+    torch.manual_seed(1000 + seed)
+    agent = TokenPolicy(data.book.size, 25, 3)
+    curve = train_in_imagination(agent, logits_fn, starts, decoder, rules, config, itc=itc, seed=seed,
+                                 max_seconds=max_seconds)  # fmt: skip
+    score = real_return(data.game, agent, data.book, episodes=eval_episodes, max_steps=eval_steps, seed=10_000 + seed)
+    return score, len(curve)
+
+
+def random_return(data: MinAtarData, seed: int, *, eval_episodes: int = 6, eval_steps: int = 300) -> float:
+    """Real return of an untrained policy (the reference an agent must beat), seeded like :func:`train_agent`."""
+    policy = TokenPolicy(data.book.size, 25, 3)
+    return real_return(data.game, policy, data.book, episodes=eval_episodes, max_steps=eval_steps, seed=10_000 + seed)
+
+
 def train_agents(
     logits_fn: LogitsFn,
     data: MinAtarData,
@@ -341,33 +380,25 @@ def train_agents(
     eval_episodes: int = 6,
     eval_steps: int = 300,
     decoders: Sequence[str] = DECODER_NAMES,
-    max_seconds_per_agent: float | None = None,
     verbose: bool = True,
 ) -> dict[str, Any]:
-    """Per decoder, ``seeds`` actor-critics trained purely in imagination, each played in the real game.
+    """Per decoder, ``seeds`` agents from :func:`train_agent`, each played in the real game.
 
-    Agents start from real training windows of ``context`` frames. Returns, per decoder, the list of real
-    returns (one per seed), ``random`` (an untrained policy, same seeds) and ``updates`` (per decoder, the
-    imagination updates each agent ran: fewer than ``config.updates`` only under ``max_seconds_per_agent``).
+    Returns, per decoder, the list of real returns (one per seed), ``random`` (:func:`random_return`, same
+    seeds) and ``updates`` (per decoder, the imagination updates each agent ran).
     """
     _positive(seeds=seeds)
-    rules = FrameRules(data.game, data.book)
-    starts = episode_windows(data.train_tokens, data.train.actions, data.context)[:2]
     out: dict[str, Any] = {"updates": {}}
     for name in decoders:
         out[name], out["updates"][name] = [], []
         for seed in range(seeds):
-            torch.manual_seed(1000 + seed)
-            agent = TokenPolicy(data.book.size, 25, 3)
-            curve = train_in_imagination(agent, logits_fn, starts, name, rules, config, itc=itc, seed=seed,
-                                         max_seconds=max_seconds_per_agent)  # fmt: skip
-            out["updates"][name].append(len(curve))
-            out[name].append(real_return(data.game, agent, data.book, episodes=eval_episodes, max_steps=eval_steps,
-                                         seed=10_000 + seed))  # fmt: skip
+            score, updates = train_agent(logits_fn, data, itc, config, name, seed, eval_episodes=eval_episodes,
+                                         eval_steps=eval_steps)  # fmt: skip
+            out[name].append(score)
+            out["updates"][name].append(updates)
         if verbose:
             print(f"  {data.game} agent[{name}] real returns {out[name]}", flush=True)
-    out["random"] = [real_return(data.game, TokenPolicy(data.book.size, 25, 3), data.book, episodes=eval_episodes,
-                                 max_steps=eval_steps, seed=10_000 + s) for s in range(seeds)]  # fmt: skip
+    out["random"] = [random_return(data, s, eval_episodes=eval_episodes, eval_steps=eval_steps) for s in range(seeds)]
     return out
 
 
