@@ -109,8 +109,8 @@ def main() -> None:
     parser.add_argument("--games", nargs="+", default=["breakout", "freeway"])
     parser.add_argument("--wm-steps", type=int, default=None, help="override the world-model step budget")
     parser.add_argument("--ac-updates", type=int, default=None, help="override the imagination updates per agent")
-    parser.add_argument("--zero-neighbor", action="store_true",
-                        help="ITC's official use_zero_neighbor_distance option (no move cost to direct neighbours)")  # fmt: skip
+    zero_help = "ITC's official use_zero_neighbor_distance option (no move cost to direct neighbours)"
+    parser.add_argument("--zero-neighbor", action="store_true", help=zero_help)
     args = parser.parse_args()
     overrides = {"wm_steps": args.wm_steps, "ac_updates": args.ac_updates}
     size = {

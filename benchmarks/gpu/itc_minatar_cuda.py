@@ -144,8 +144,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     deadline = t0 + 60 * args.max_minutes
     accelerator = "gpu" if args.device.startswith("cuda") else "cpu"
-    record: dict[str, Any] = {"_t0": t0, "complete": False, "device": args.device, "results": {},
-                              "gpu": torch.cuda.get_device_name(args.device) if accelerator == "gpu" else None}  # fmt: skip
+    gpu = torch.cuda.get_device_name(args.device) if accelerator == "gpu" else None
+    record: dict[str, Any] = {"_t0": t0, "complete": False, "device": args.device, "gpu": gpu, "results": {}}
     itc = official_itc(args.zero_neighbor)
     prepared: dict[str, tuple[Any, Any]] = {}
     for game in args.games:
@@ -160,13 +160,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         logits_fn = next_frame_fn(model, args.device)
         rollouts = rollout_figures(logits_fn, data, itc, horizon=args.horizon, starts=args.rollout_starts,
                                    seed=args.seed)  # fmt: skip
+        errors = ", ".join(f"{n} {rollouts[n]['persistence_error_rate'][-1]:.3f}" for n in DECODER_NAMES)
         print(f"{game}: world model val loss {wm['val_loss']:.4f} ({wm['val_loss'] / data.floor:.2f} x the floor, "
-              f"{wm['steps']:.0f} steps); persistence error at h{args.horizon}: "
-              + ", ".join(f"{n} {rollouts[n]['persistence_error_rate'][-1]:.3f}" for n in DECODER_NAMES), flush=True)  # fmt: skip
+              f"{wm['steps']:.0f} steps); persistence error at h{args.horizon}: {errors}", flush=True)  # fmt: skip
         agents: dict[str, Any] = {name: [] for name in DECODER_NAMES}
         agents.update(random=[], updates={name: [] for name in DECODER_NAMES})
-        record["results"][game] = {"world_model": wm, "rollouts": rollouts, "agents": agents, "tokens": data.book.size,
-                                   "agents_complete": False, "params": sum(p.numel() for p in model.parameters())}  # fmt: skip
+        params = sum(p.numel() for p in model.parameters())
+        record["results"][game] = {"world_model": wm, "rollouts": rollouts, "agents": agents,
+                                   "tokens": data.book.size, "agents_complete": False, "params": params}  # fmt: skip
         prepared[game] = (data, logits_fn)
         _write(record, args)
     config = ImaginationConfig(horizon=args.imagine_horizon, updates=args.ac_updates, batch_size=args.ac_batch)

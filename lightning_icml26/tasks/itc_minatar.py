@@ -248,7 +248,8 @@ def fit_world_model(
     if verbose:
         callbacks.append(_PrintValidation(data.game, goal))
     trainer = pl.Trainer(
-        accelerator=accelerator, devices=1, max_epochs=1, max_steps=max_steps, val_check_interval=min(val_every, max_steps),
+        accelerator=accelerator, devices=1, max_epochs=1, max_steps=max_steps,
+        val_check_interval=min(val_every, max_steps),
         gradient_clip_val=1.0, callbacks=callbacks, logger=False, enable_checkpointing=False,
         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
         max_time=None if max_minutes is None else {"seconds": int(60 * max_minutes)},
@@ -447,9 +448,11 @@ def itc_minatar_task(
     data = prepare_minatar(game, train_steps=train_steps, val_steps=val_steps, context=context, seed=seed,
                            max_episode_steps=max_episode_steps, floor_samples=floor_samples)  # fmt: skip
     print(f"{game}: {data.train.num_steps} train / {data.val.num_steps} val steps, {data.book.size} tokens, "
-          f"noise floor {data.floor:.4f} nats/cell over {len(data.val_frames)} validation transitions", flush=True)  # fmt: skip
+          f"noise floor {data.floor:.4f} nats/cell over {len(data.val_frames)} validation transitions",
+          flush=True)  # fmt: skip
     model, record = fit_world_model(data, d_model=d_model, num_layers=num_layers, num_heads=num_heads, lr=lr,
-                                    batch_size=batch_size, max_steps=wm_steps, val_every=val_every, seed=seed)  # fmt: skip
+                                    batch_size=batch_size, max_steps=wm_steps, val_every=val_every,
+                                    seed=seed)  # fmt: skip
     print(f"{game}: world model val loss {record['val_loss']:.4f} = {record['val_loss'] / data.floor:.2f} x the "
           f"noise floor ({record['steps']:.0f} steps)", flush=True)  # fmt: skip
     itc = official_itc(use_zero_neighbor_distance)

@@ -93,7 +93,9 @@ def test_wall_clock_cap_stops_before_the_next_update() -> None:
     reward = lambda f, g: (g.flatten(1).sum(1).float(), torch.zeros(len(f), dtype=torch.bool))  # noqa: E731
     starts = (torch.ones(4, 2, 2, 2, dtype=torch.long), torch.zeros(4, 1, dtype=torch.long))
     config = ImaginationConfig(horizon=2, updates=5, batch_size=2)
-    assert len(train_in_imagination(TokenPolicy(2, 4, 2), stay, starts, "argmax", reward, config, max_seconds=1e-12)) == 0
+    assert (
+        len(train_in_imagination(TokenPolicy(2, 4, 2), stay, starts, "argmax", reward, config, max_seconds=1e-12)) == 0
+    )
     assert len(train_in_imagination(TokenPolicy(2, 4, 2), stay, starts, "argmax", reward, config, max_seconds=600)) == 5
     with pytest.raises(ValueError, match="max_seconds must be positive"):
         train_in_imagination(TokenPolicy(2, 4, 2), stay, starts, "argmax", reward, config, max_seconds=0)

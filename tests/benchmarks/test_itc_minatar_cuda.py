@@ -16,23 +16,55 @@ pytest.importorskip("minatar")
 script = importlib.import_module("benchmarks.gpu.itc_minatar_cuda")
 cpu_bench = importlib.import_module("benchmarks.itc_minatar")
 
-TINY = (
-    "--device cpu --games breakout --train-steps 300 --val-steps 80 --max-episode-steps 80 --d-model 16 --layers 1 "
-    "--heads 2 --wm-steps 4 --horizon 2 --rollout-starts 4 --ac-updates 2 --ac-batch 2 --imagine-horizon 2 "
-    "--seeds 2 --eval-episodes 1 --eval-steps 20"
-).split()
+TINY = [
+    "--device",
+    "cpu",
+    "--games",
+    "breakout",
+    "--train-steps",
+    "300",
+    "--val-steps",
+    "80",
+    "--max-episode-steps",
+    "80",
+    "--d-model",
+    "16",
+    "--layers",
+    "1",
+    "--heads",
+    "2",
+    "--wm-steps",
+    "4",
+    "--horizon",
+    "2",
+    "--rollout-starts",
+    "4",
+    "--ac-updates",
+    "2",
+    "--ac-batch",
+    "2",
+    "--imagine-horizon",
+    "2",
+    "--seeds",
+    "2",
+    "--eval-episodes",
+    "1",
+    "--eval-steps",
+    "20",
+]
 
 
 def test_sizes_exceed_the_cpu_benchmark() -> None:
-    if not torch.cuda.is_available():
-        args = script.parse_args(["--device", "cpu"])
-    else:
-        args = script.parse_args([])
+    args = script.parse_args(["--device", "cpu"]) if not torch.cuda.is_available() else script.parse_args([])
     assert (args.d_model, args.layers) == (128, 4)  # CPU full size: 64, 2
-    assert args.train_steps > 15000 and args.ac_updates > 40 and args.ac_batch > 32
-    assert args.seeds == 3 and args.games == ["breakout", "freeway"]
+    assert args.train_steps > 15000
+    assert args.ac_updates > 40
+    assert args.ac_batch > 32
+    assert args.seeds == 3
+    assert args.games == ["breakout", "freeway"]
     assert args.max_minutes < 8
-    assert args.json.name == "itc_minatar_cuda.json" and args.json.parent.name == "results"
+    assert args.json.name == "itc_minatar_cuda.json"
+    assert args.json.parent.name == "results"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
@@ -40,7 +72,8 @@ def test_without_cuda_the_script_refuses_clearly(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         script.parse_args([])
     err = capsys.readouterr().err
-    assert "--device cuda needs a CUDA GPU" in err and "torch.cuda.is_available() is False" in err
+    assert "--device cuda needs a CUDA GPU" in err
+    assert "torch.cuda.is_available() is False" in err
 
 
 @pytest.mark.parametrize(
@@ -66,7 +99,8 @@ def test_tiny_cpu_run_writes_every_figure(tmp_path: Path) -> None:
     for name in ("itc", "sample", "argmax"):
         assert len(result["agents"][name]) == 2
         assert result["agents"]["updates"][name] == [2, 2]
-    assert result["budgets_equal"] is True and result["agents_complete"] is True
+    assert result["budgets_equal"] is True
+    assert result["agents_complete"] is True
     written = json.loads(out.read_text())["figures"]
     _, expected = cpu_bench.summarise({"breakout": result}, 2)  # the CPU benchmark's targets, same figures
     assert written["targets"] == json.loads(json.dumps(expected))
@@ -75,11 +109,13 @@ def test_tiny_cpu_run_writes_every_figure(tmp_path: Path) -> None:
 def test_wall_clock_cap_leaves_a_partial_json(tmp_path: Path) -> None:
     out = tmp_path / "partial.json"
     record = script.main([*TINY, "--max-minutes", "0.0001", "--json", str(out)])
-    assert record["complete"] is False and record["stopped_at_deadline"] is True
+    assert record["complete"] is False
+    assert record["stopped_at_deadline"] is True
     written = json.loads(out.read_text())["figures"]
     assert written["results"]["breakout"]["agents"]["itc"] == []
     returns = written["targets"]["breakout_itc_minus_sample_return"]
-    assert math.isnan(returns["value"]) and returns["met"] is False  # not measured: never met
+    assert math.isnan(returns["value"])
+    assert returns["met"] is False
     assert "breakout_wm_val_loss_over_floor" in written["targets"]  # the finished stages are kept
 
 

@@ -19,11 +19,24 @@ from lightning_icml26.tasks.itc_minatar import fit_world_model, next_frame_fn, p
 pytest.importorskip("minatar")
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = (
-    "task.train_steps=600 task.val_steps=150 task.max_episode_steps=100 task.wm_steps=20 task.val_every=10 "
-    "task.d_model=16 task.num_heads=2 task.num_layers=1 task.horizon=3 task.rollout_starts=8 task.imagine_horizon=3 "
-    "task.ac_updates=2 task.ac_batch=4 task.seeds=2 task.eval_episodes=1 task.eval_steps=30"
-).split()
+TINY = [
+    "task.train_steps=600",
+    "task.val_steps=150",
+    "task.max_episode_steps=100",
+    "task.wm_steps=20",
+    "task.val_every=10",
+    "task.d_model=16",
+    "task.num_heads=2",
+    "task.num_layers=1",
+    "task.horizon=3",
+    "task.rollout_starts=8",
+    "task.imagine_horizon=3",
+    "task.ac_updates=2",
+    "task.ac_batch=4",
+    "task.seeds=2",
+    "task.eval_episodes=1",
+    "task.eval_steps=30",
+]
 
 
 def test_recipe_runs_at_tiny_size_and_the_process_exits(tmp_path: Path) -> None:
@@ -55,7 +68,9 @@ def test_validation_figure_floor_and_early_stop() -> None:
     assert data.val_frames.shape[1:] == (5, 5, 5)
     # the floor covers exactly the scored transitions: the last of each window (step first + context - 1)
     _, _, where = episode_windows(data.val_tokens, data.val.actions, 5)
-    picked = MinAtarEpisodes("breakout", [], [], [], [], [0], branches=[[data.val.branches[e][s + 3] for e, s in where]])
+    picked = MinAtarEpisodes(
+        "breakout", [], [], [], [], [0], branches=[[data.val.branches[e][s + 3] for e, s in where]]
+    )
     assert data.floor == noise_floor(picked, data.book)
     model, record = fit_world_model(data, d_model=16, num_heads=2, num_layers=1, max_steps=10, val_every=5,
                                     goal_ratio=1e9, verbose=False)  # fmt: skip
