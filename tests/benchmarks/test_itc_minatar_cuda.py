@@ -100,6 +100,7 @@ def test_tiny_cpu_run_writes_every_figure(tmp_path: Path) -> None:
         assert len(result["agents"][name]) == 2
         assert result["agents"]["updates"][name] == [2, 2]
     assert result["budgets_equal"] is True
+    assert result["budgets_equal_within_seed"] is True
     assert result["agents_complete"] is True
     written = json.loads(out.read_text())["figures"]
     _, expected = cpu_bench.summarise({"breakout": result}, 2)  # the CPU benchmark's targets, same figures
@@ -119,8 +120,24 @@ def test_wall_clock_cap_leaves_a_partial_json(tmp_path: Path) -> None:
     assert "breakout_wm_val_loss_over_floor" in written["targets"]  # the finished stages are kept
 
 
-def test_agent_budget_shares_the_time_left() -> None:
-    assert script.agent_budget(100.0, 40.0, 5, 2.0) == 10.0
-    assert script.agent_budget(100.0, 120.0, 5, 2.0) == 1.0  # past the deadline an agent still gets a second
-    with pytest.raises(ValueError, match="agents_left"):
-        script.agent_budget(100.0, 40.0, 0, 2.0)
+def test_time_share_splits_the_time_left() -> None:
+    assert script.time_share(100.0, 40.0, 5, 2.0) == 10.0
+    assert script.time_share(100.0, 120.0, 5, 2.0) == 1.0  # past the deadline a part still gets a second
+    with pytest.raises(ValueError, match="parts_left"):
+        script.time_share(100.0, 40.0, 0, 2.0)
+
+
+def test_a_capped_itc_agent_sets_the_update_budget_of_its_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, int, int]] = []
+
+    def fake_agent(logits_fn, data, itc, config, name, seed, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append((name, seed, config.updates))
+        return float(seed), 1 if name == "itc" else config.updates  # ITC cut by its cap after one update
+
+    monkeypatch.setattr(script, "train_agent", fake_agent)
+    record = script.main([*TINY, "--json", str(tmp_path / "x.json")])
+    assert calls == [(name, seed, 2 if name == "itc" else 1) for seed in (0, 1) for name in ("itc", "sample", "argmax")]
+    result = record["results"]["breakout"]
+    assert result["agents"]["updates"] == {"itc": [1, 1], "sample": [1, 1], "argmax": [1, 1]}
+    assert result["budgets_equal"] is False
+    assert result["budgets_equal_within_seed"] is True
