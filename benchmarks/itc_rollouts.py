@@ -48,7 +48,7 @@ from _common import benchmark_parser, markdown_table, print_targets, ratio, targ
 
 from lightning_icml26._optional import is_available
 from lightning_icml26.data.gridworld import make_gridworld_rollouts
-from lightning_icml26.metrics.functional import rollout_consistency
+from lightning_icml26.metrics.functional import object_motion, rollout_consistency
 from lightning_icml26.modules.itc import TokenWorldModel, rollout
 from lightning_icml26.ops import ITCDecoder
 
@@ -139,16 +139,6 @@ def train_world_model(env: dict[str, Any], args: Any) -> tuple[TokenWorldModel, 
     return model, record
 
 
-def object_motion(frames: torch.Tensor, object_tokens: list[int]) -> list[float]:
-    """Per step ``h``: cells holding an object at ``h - 1`` that no longer hold that token at ``h``, per object.
-
-    ``frames`` is ``(B, 1 + T, H, W)`` (the last real frame, then ``T`` frames); a frozen world scores 0.
-    """
-    objects = torch.isin(frames, torch.tensor(object_tokens))
-    left = (objects[:, :-1] & (frames[:, 1:] != frames[:, :-1])).sum(dim=(0, 2, 3)).double()
-    return (left / objects[:, :-1].sum(dim=(0, 2, 3)).double().clamp(min=1)).tolist()
-
-
 def _itc(alpha: float, tau: float, solver: str, perturbed: bool, args: Any) -> ITCDecoder:
     return ITCDecoder(alpha=alpha, trash_cost=tau, solver=solver, reg=args.reg, num_iters=args.sinkhorn_iters,
                       perturbed_probs=perturbed)  # fmt: skip
@@ -183,7 +173,7 @@ def evaluate(model: TokenWorldModel, env: dict[str, Any], args: Any) -> dict[str
         results[name] = {key: [float(v) for v in value] for key, value in figures.items()}
         results[name]["object_motion"] = object_motion(
             torch.cat([start_frames[:, -1:], preds], 1), env["object_tokens"]
-        )
+        ).tolist()
         results[name]["wall_s"] = [time.perf_counter() - start]
         h = args.horizon
         out = results[name]
@@ -192,7 +182,9 @@ def evaluate(model: TokenWorldModel, env: dict[str, Any], args: Any) -> dict[str
               f"({out['wall_s'][0]:.0f} s)", flush=True)  # fmt: skip
     results["truth"] = {key: [0.0] * args.horizon for key in FIGURES}
     results["truth"]["token_accuracy"] = [1.0] * args.horizon
-    results["truth"]["object_motion"] = object_motion(torch.cat([start_frames[:, -1:], truth], 1), env["object_tokens"])
+    results["truth"]["object_motion"] = object_motion(
+        torch.cat([start_frames[:, -1:], truth], 1), env["object_tokens"]
+    ).tolist()
     return results
 
 

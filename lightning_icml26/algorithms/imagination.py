@@ -13,6 +13,7 @@ one frame (no recurrent state); the update is a plain advantage actor-critic, no
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -189,6 +190,7 @@ def train_in_imagination(
     *,
     itc: ITCDecoder | None = None,
     seed: int = 0,
+    max_seconds: float | None = None,
 ) -> list[float]:
     """Train ``policy`` purely in imagination; return the mean imagined return per update.
 
@@ -201,6 +203,7 @@ def train_in_imagination(
         config: the settings (default :class:`ImaginationConfig()`).
         itc: ITC configuration.
         seed: seeds the start sampling, the actions and the decoding noise.
+        max_seconds: optional wall-clock cap; no update starts after it (the curve's length says how many ran).
 
     Example:
         >>> stay = lambda f, a: 5.0 * F.one_hot(f[:, -1], 2).float()  # a world where nothing changes
@@ -213,11 +216,16 @@ def train_in_imagination(
         (2, 11.41)
     """
     config = config or ImaginationConfig()
+    if max_seconds is not None and not max_seconds > 0:
+        raise ValueError(f"max_seconds must be positive or None, got {max_seconds!r}")
     frames, actions = starts
+    started = time.perf_counter()
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
     generator = torch.Generator().manual_seed(seed)
     curve = []
     for _ in range(config.updates):
+        if max_seconds is not None and time.perf_counter() - started >= max_seconds:
+            break
         index = torch.randint(0, frames.shape[0], (config.batch_size,), generator=generator)
         out = imagine(
             policy, logits_fn, frames[index], actions[index], config.horizon, decoder, reward_fn, itc=itc,

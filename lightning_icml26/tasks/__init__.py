@@ -8,6 +8,7 @@
 * :func:`matching_market_task` (``wayse_market``): Way-SE-inspired matching bandits against baselines.
 * :func:`asr_icl_task` (``asr_icl_compas``): label-only recourse for ICL classifiers, ASR-ICL against baselines.
 * :func:`isa_edit_task` (``isa_edit_toy``): a toy in-context video editor, dense then ISA fine-tuning.
+* :func:`itc_minatar_task` (``itc_minatar``): ITC on MinAtar, world model to an agent trained in imagination.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
 * :func:`pgs_mutants_task` (``pgs_mutants``): PGS or a debugging baseline repairing the mutant suite.
 * :func:`valueflow_intensity_task` (``valueflow_intensity``): VALUEFLOW's anchor-based intensity evaluator.
@@ -22,6 +23,7 @@ from lightning_icml26.tasks.asr_icl import asr_icl_task
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task
 from lightning_icml26.tasks.irt_judge import irt_judge_task
 from lightning_icml26.tasks.isa_edit import isa_edit_task
+from lightning_icml26.tasks.itc_minatar import itc_minatar_task
 from lightning_icml26.tasks.lcpbscm import lcpbscm_task
 from lightning_icml26.tasks.matching_market import matching_market_task
 from lightning_icml26.tasks.pgs_mutants import pgs_mutants_task
@@ -39,6 +41,7 @@ __all__ = [
     "fair_frontier_task",
     "irt_judge_task",
     "isa_edit_task",
+    "itc_minatar_task",
     "lcpbscm_task",
     "matching_market_task",
     "pgs_mutants_task",

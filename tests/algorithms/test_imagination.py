@@ -86,3 +86,16 @@ def test_bad_settings() -> None:
         ImaginationConfig(gamma=1.5)
     with pytest.raises(ValueError, match="frame must be"):
         TokenPolicy(3, 4, 2)(torch.zeros(1, 3, 3, dtype=torch.long))
+
+
+def test_wall_clock_cap_stops_before_the_next_update() -> None:
+    stay = lambda f, a: 5.0 * F.one_hot(f[:, -1], 2).float()  # noqa: E731
+    reward = lambda f, g: (g.flatten(1).sum(1).float(), torch.zeros(len(f), dtype=torch.bool))  # noqa: E731
+    starts = (torch.ones(4, 2, 2, 2, dtype=torch.long), torch.zeros(4, 1, dtype=torch.long))
+    config = ImaginationConfig(horizon=2, updates=5, batch_size=2)
+    assert (
+        len(train_in_imagination(TokenPolicy(2, 4, 2), stay, starts, "argmax", reward, config, max_seconds=1e-12)) == 0
+    )
+    assert len(train_in_imagination(TokenPolicy(2, 4, 2), stay, starts, "argmax", reward, config, max_seconds=600)) == 5
+    with pytest.raises(ValueError, match="max_seconds must be positive"):
+        train_in_imagination(TokenPolicy(2, 4, 2), stay, starts, "argmax", reward, config, max_seconds=0)

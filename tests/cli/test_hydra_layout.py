@@ -30,6 +30,7 @@ TASKS = {
     "lcpbscm_synthetic",
     "lcpbscm_rwm1984",
     "isa_edit_toy",
+    "itc_minatar",
     "pgs_mutants",
     "valueflow_intensity",
 }

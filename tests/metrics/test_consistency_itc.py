@@ -7,7 +7,7 @@ import torch
 
 from lightning_icml26.data.gridworld import make_gridworld_rollouts
 from lightning_icml26.metrics import RolloutConsistency, TokenAccuracyByHorizon
-from lightning_icml26.metrics.functional import object_count_errors, rollout_consistency
+from lightning_icml26.metrics.functional import object_count_errors, object_motion, rollout_consistency
 from tests._support.distributed import run_on_ranks
 
 
@@ -104,3 +104,23 @@ def test_two_rank_ddp_equals_one_process() -> None:
         assert out.keys() == expected.keys()
         for key, value in expected.items():
             torch.testing.assert_close(out[key], value, equal_nan=True)
+
+
+def test_object_motion_matches_a_cell_loop() -> None:
+    gen = torch.Generator().manual_seed(3)
+    frames = torch.randint(0, 4, (3, 5, 4, 4), generator=gen)
+    objects = [2, 3]
+    got = object_motion(frames, objects)
+    for h in range(1, 5):
+        moved = held = 0
+        for b in range(3):
+            for r in range(4):
+                for c in range(4):
+                    if int(frames[b, h - 1, r, c]) in objects:
+                        held += 1
+                        moved += int(frames[b, h, r, c] != frames[b, h - 1, r, c])
+        assert got[h - 1].item() == pytest.approx(moved / held)
+    frozen = frames[:, :1].expand(-1, 4, -1, -1)
+    assert object_motion(frozen, objects).tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="at least 2 frames"):
+        object_motion(frames[:, :1], objects)

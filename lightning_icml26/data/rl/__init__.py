@@ -22,6 +22,12 @@ from lightning_icml26.data.rl.minatar import (
     noise_floor,
     patch_keys,
 )
+from lightning_icml26.data.rl.minatar_windows import (
+    TokenWindowDataModule,
+    episode_tokens,
+    episode_windows,
+    heuristic_policy,
+)
 from lightning_icml26.data.rl.ratings import (
     LOSSES,
     RatingDataModule,
@@ -44,7 +50,11 @@ __all__ = [
     "LOSSES",
     "MinAtarEpisodes",
     "PatchCodebook",
+    "TokenWindowDataModule",
     "collect_minatar",
+    "episode_tokens",
+    "episode_windows",
+    "heuristic_policy",
     "noise_floor",
     "patch_keys",
     "RatingDataModule",

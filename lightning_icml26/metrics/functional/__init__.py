@@ -35,6 +35,7 @@ from lightning_icml26.metrics.functional.complementarity import (
 )
 from lightning_icml26.metrics.functional.consistency import (
     object_count_errors,
+    object_motion,
     rollout_consistency,
     token_accuracy_by_horizon,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "multiclass_equalized_odds",
     "multiclass_group_rates",
     "object_count_errors",
+    "object_motion",
     "query_count",
     "recourse_cost",
     "recourse_sparsity",

@@ -22,6 +22,7 @@ import torch
 
 __all__ = [
     "object_count_errors",
+    "object_motion",
     "rollout_consistency",
     "token_accuracy_by_horizon",
 ]
@@ -109,6 +110,34 @@ def token_accuracy_by_horizon(preds: torch.Tensor, target: torch.Tensor) -> torc
     _consistency_tensor_validation(preds, target)
     equal = (preds == target).reshape(preds.shape[0], preds.shape[1], -1)
     return equal.float().mean(dim=(0, 2))
+
+
+def object_motion(frames: torch.Tensor, object_tokens: Sequence[int]) -> torch.Tensor:
+    """Share of object cells that change at every step: ``(T,)`` float64 for ``(B, 1 + T, *cells)`` frames.
+
+    At step ``h`` (from frame ``h - 1`` to frame ``h``), the cells that hold an object token at ``h - 1`` and a
+    different token at ``h``, divided by the cells holding an object at ``h - 1`` (summed over the batch; 0 when
+    there is none). A frozen world scores 0; comparing a decoder's figure with the true frames' shows whether it
+    freezes or jitters motion.
+
+    Args:
+        frames: ``(B, 1 + T, *cells)`` tokens: the last real frame, then ``T`` frames.
+        object_tokens: token ids that are objects.
+
+    Example:
+        >>> frames = torch.tensor([[[2, 0, 0], [0, 2, 0], [0, 2, 0]]])  # the object moves, then stays
+        >>> object_motion(frames, [2]).tolist()
+        [1.0, 0.0]
+    """
+    if not isinstance(frames, torch.Tensor) or frames.dim() < 3:
+        shape = tuple(frames.shape) if isinstance(frames, torch.Tensor) else type(frames).__name__
+        raise ValueError(f"frames must be a (B, 1 + T, *cells) tensor of tokens, got {shape}")
+    if frames.shape[1] < 2:
+        raise ValueError(f"frames must hold at least 2 frames along dim 1, got {frames.shape[1]}")
+    objects = torch.isin(frames, torch.as_tensor(list(object_tokens), device=frames.device))
+    cells = [0, *range(2, frames.dim())]
+    moved = (objects[:, :-1] & (frames[:, 1:] != frames[:, :-1])).sum(dim=cells).double()
+    return moved / objects[:, :-1].sum(dim=cells).double().clamp(min=1)
 
 
 def _rates(sums: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

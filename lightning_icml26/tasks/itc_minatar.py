@@ -1,0 +1,481 @@
+"""``itc_minatar``: ITC on MinAtar, from played frames to an agent trained purely in imagination (issue #28).
+
+The pipeline of one game (Breakout or Freeway, the ``minatar`` package of the ``rl`` extra), in the pieces that
+``benchmarks/itc_minatar.py`` and the GPU script share:
+
+1. :func:`prepare_minatar`: epsilon-greedy play around :func:`~lightning_icml26.data.rl.heuristic_policy`,
+   5 x 5 patch tokens, and the environment's next-frame noise floor over exactly the validation transitions.
+2. :func:`fit_world_model`: a :class:`~lightning_icml26.modules.itc.TokenWorldModel` trained with Lightning until
+   its validation loss of the last transition per window (``val_last_loss``) falls below ``goal_ratio`` x the
+   floor, or the step budget (or the wall-clock cap) ends.
+3. :func:`rollout_figures`: free-running rollouts from held-out starts under the recorded actions with ITC
+   (MinAtar's official alpha 0.2, tau 0.05), sampling (the same Gumbel noise) and argmax: persistence errors,
+   token accuracy and object motion by horizon.
+4. :func:`train_agents`: a small actor-critic trained in imagination with each decoder over several seeds,
+   played in the real game (:func:`real_return`), with a random policy as the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.callbacks import EarlyStopping
+
+from lightning_icml26.algorithms import ImaginationConfig, TokenPolicy, train_in_imagination
+from lightning_icml26.data.rl.minatar import (
+    GAMES,
+    FrameRules,
+    MinAtarEpisodes,
+    PatchCodebook,
+    collect_minatar,
+    noise_floor,
+    patch_keys,
+)
+from lightning_icml26.data.rl.minatar_windows import (
+    TokenWindowDataModule,
+    episode_tokens,
+    episode_windows,
+    heuristic_policy,
+)
+from lightning_icml26.metrics.functional import object_motion, rollout_consistency
+from lightning_icml26.modules.itc import TokenWorldModel, rollout
+from lightning_icml26.ops import DECODERS, ITCDecoder
+
+__all__ = [
+    "DECODER_NAMES",
+    "MinAtarData",
+    "fit_world_model",
+    "itc_minatar_task",
+    "next_frame_fn",
+    "official_itc",
+    "prepare_minatar",
+    "random_return",
+    "real_return",
+    "rollout_figures",
+    "train_agent",
+    "train_agents",
+    "window_loss",
+]
+
+DECODER_NAMES = ("itc", "sample", "argmax")
+LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def official_itc(use_zero_neighbor_distance: bool = False) -> ITCDecoder:
+    """MinAtar's official ITC setting: alpha 0.2, tau 0.05, exact (Hungarian) assignment.
+
+    Example:
+        >>> itc = official_itc()
+        >>> itc.alpha, itc.trash_cost, itc.solver
+        (0.2, 0.05, 'hungarian')
+    """
+    return ITCDecoder(alpha=0.2, trash_cost=0.05, solver="hungarian",
+                      use_zero_neighbor_distance=use_zero_neighbor_distance)  # fmt: skip
+
+
+@dataclass
+class MinAtarData:
+    """Played and tokenised episodes of one game, with the validation windows and their noise floor.
+
+    Attributes:
+        game: the game.
+        train: training episodes.
+        val: validation episodes (with next-frame branches).
+        book: the patch codebook fitted on the training play.
+        train_tokens: per training episode, ``(T + 1, 5, 5)`` tokens.
+        val_tokens: per validation episode, ``(T + 1, 5, 5)`` tokens.
+        val_frames: ``(N, context + 1, 5, 5)`` validation windows.
+        val_actions: ``(N, context)`` their actions.
+        floor: noise floor (nats per cell) over the last transition of every validation window.
+        context: frames of context of the windows.
+    """
+
+    game: str
+    train: MinAtarEpisodes
+    val: MinAtarEpisodes
+    book: PatchCodebook
+    train_tokens: list[torch.Tensor]
+    val_tokens: list[torch.Tensor]
+    val_frames: torch.Tensor
+    val_actions: torch.Tensor
+    floor: float
+    context: int
+
+
+def _positive(**values: Any) -> None:
+    for name, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def prepare_minatar(
+    game: str,
+    *,
+    train_steps: int,
+    val_steps: int,
+    context: int = 4,
+    seed: int = 0,
+    max_episode_steps: int = 500,
+    floor_samples: int = 2,
+    epsilon: float = 0.5,
+) -> MinAtarData:
+    """Play ``game`` (training and validation, seeds ``seed`` and ``seed + 1``), tokenise it, compute the floor.
+
+    The floor is taken over exactly the transitions that :func:`window_loss` scores: the last of every
+    ``context + 1``-frame validation window.
+
+    Args:
+        game: ``"breakout"`` or ``"freeway"``.
+        train_steps: training transitions.
+        val_steps: validation transitions.
+        context: frames the world model sees.
+        seed: seed of the play.
+        max_episode_steps: episode cut.
+        floor_samples: re-seeded game copies per executed action when enumerating the next frame.
+        epsilon: probability of a random action around the heuristic.
+    """
+    if game not in GAMES:
+        raise ValueError(f"game must be one of {GAMES}, got {game!r}")
+    _positive(train_steps=train_steps, val_steps=val_steps, context=context, floor_samples=floor_samples)
+    policy = heuristic_policy(game)
+    train = collect_minatar(game, train_steps, seed=seed, epsilon=epsilon, policy=policy,
+                            max_episode_steps=max_episode_steps)  # fmt: skip
+    val = collect_minatar(game, val_steps, seed=seed + 1, epsilon=epsilon, policy=policy,
+                          max_episode_steps=max_episode_steps, floor_samples=floor_samples)  # fmt: skip
+    book = PatchCodebook.fit(np.concatenate([patch_keys(s).ravel() for s in train.states]))
+    train_tokens, val_tokens = episode_tokens(train, book), episode_tokens(val, book)
+    val_frames, val_actions, where = episode_windows(val_tokens, val.actions, context + 1)
+    chosen = MinAtarEpisodes(game, [], [], [], [], train.action_set,
+                             branches=[[val.branches[e][s + context - 1] for e, s in where]])  # fmt: skip
+    return MinAtarData(game, train, val, book, train_tokens, val_tokens, val_frames, val_actions,
+                       noise_floor(chosen, book), context)  # fmt: skip
+
+
+def next_frame_fn(model: TokenWorldModel, device: str | torch.device = "cpu") -> LogitsFn:
+    """``(frames, actions) -> logits`` on CPU, computed by ``model`` on ``device`` (moved there, eval mode).
+
+    Decoding, the agent and the metrics stay on the CPU; only the world model's forward pass runs on ``device``.
+    """
+    model.to(device).eval()
+
+    def logits(frames: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return model.next_frame_logits(frames.to(device), actions.to(device)).float().cpu()
+
+    return logits
+
+
+def window_loss(logits_fn: LogitsFn, frames: torch.Tensor, actions: torch.Tensor, batch_size: int = 512) -> float:
+    """Cross-entropy per cell (nats) of the last frame of every window given the frames and actions before it.
+
+    Args:
+        logits_fn: next-frame logits of a world model (see :func:`next_frame_fn`).
+        frames: ``(N, S, H, W)`` windows.
+        actions: ``(N, S - 1)`` their actions.
+        batch_size: windows per forward pass.
+    """
+    total = 0.0
+    for i in range(0, len(frames), batch_size):
+        logits = logits_fn(frames[i : i + batch_size, :-1], actions[i : i + batch_size])
+        target = frames[i : i + batch_size, -1].long()
+        total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), reduction="sum"))
+    return total / frames[:, -1].numel()
+
+
+def fit_world_model(
+    data: MinAtarData,
+    *,
+    d_model: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    lr: float = 2e-3,
+    batch_size: int = 32,
+    max_steps: int = 1500,
+    val_every: int = 250,
+    goal_ratio: float = 1.1,
+    seed: int = 0,
+    accelerator: str = "cpu",
+    max_minutes: float | None = None,
+    verbose: bool = True,
+) -> tuple[TokenWorldModel, dict[str, float]]:
+    """Train a :class:`TokenWorldModel` with Lightning until ``val_last_loss < goal_ratio * floor`` or the budget ends.
+
+    AdamW (weight decay 0.01), gradient norm clipped at 1, ``batch_size`` windows of ``context + 1`` frames per
+    step drawn with replacement; validation every ``val_every`` steps. The returned model is in eval mode on the
+    CPU; the record holds ``val_loss`` (:func:`window_loss` on the validation windows), ``floor``, ``steps``,
+    ``train_s`` and ``train_windows``.
+
+    Args:
+        data: the prepared game.
+        d_model: transformer width.
+        num_layers: transformer layers.
+        num_heads: attention heads.
+        lr: learning rate.
+        batch_size: windows per step.
+        max_steps: step budget.
+        val_every: steps between validations.
+        goal_ratio: stop once the validation loss is below this multiple of the floor.
+        seed: seed of the initialisation and of the batch draws.
+        accelerator: Lightning accelerator (``"cpu"``, ``"gpu"``, ...).
+        max_minutes: optional wall-clock cap on training.
+        verbose: print the validation losses.
+    """
+    _positive(max_steps=max_steps, val_every=val_every, batch_size=batch_size)
+    if not goal_ratio > 0:
+        raise ValueError(f"goal_ratio must be positive, got {goal_ratio!r}")
+    ctx = data.context
+    torch.manual_seed(seed)
+    model = TokenWorldModel(data.book.size, 5, 5, 3, context=ctx, d_model=d_model, num_layers=num_layers,
+                            num_heads=num_heads,
+                            optimizer=lambda params: torch.optim.AdamW(params, lr=lr, weight_decay=0.01))  # fmt: skip
+    train_f, train_a, _ = episode_windows(data.train_tokens, data.train.actions, ctx + 1)
+    dm = TokenWindowDataModule(train_f, train_a, data.val_frames, data.val_actions, batch_size=batch_size,
+                               num_steps=max_steps, seed=seed)  # fmt: skip
+    goal = goal_ratio * data.floor
+    stop = EarlyStopping("val_last_loss", mode="min", patience=10**9, stopping_threshold=goal,
+                         check_on_train_epoch_end=False)  # fmt: skip
+    callbacks: list[pl.Callback] = [stop]
+    if verbose:
+        callbacks.append(_PrintValidation(data.game, goal))
+    trainer = pl.Trainer(
+        accelerator=accelerator, devices=1, max_epochs=1, max_steps=max_steps,
+        val_check_interval=min(val_every, max_steps),
+        gradient_clip_val=1.0, callbacks=callbacks, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+        max_time=None if max_minutes is None else {"seconds": int(60 * max_minutes)},
+    )  # fmt: skip
+    start = time.perf_counter()
+    trainer.fit(model, datamodule=dm)
+    train_s = time.perf_counter() - start
+    model.cpu().eval()
+    val_loss = window_loss(next_frame_fn(model), data.val_frames, data.val_actions)
+    record = {"val_loss": val_loss, "floor": data.floor, "steps": float(trainer.global_step), "train_s": train_s,
+              "train_windows": float(len(train_f))}  # fmt: skip
+    return model, record
+
+
+class _PrintValidation(pl.Callback):
+    """Print the validation losses against the goal (the benchmarks' progress lines)."""
+
+    def __init__(self, game: str, goal: float) -> None:
+        self.game, self.goal = game, goal
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        metrics = trainer.callback_metrics
+        print(f"  {self.game} wm step {trainer.global_step}: val {float(metrics['val_last_loss']):.4f} "
+              f"(goal < {self.goal:.4f})", flush=True)  # fmt: skip
+
+
+def rollout_figures(
+    logits_fn: LogitsFn,
+    data: MinAtarData,
+    itc: ITCDecoder,
+    *,
+    horizon: int,
+    starts: int,
+    seed: int = 0,
+    decoders: Sequence[str] = DECODER_NAMES,
+) -> dict[str, Any]:
+    """Free-running rollouts with every decoder from the same held-out starts (the same Gumbel noise).
+
+    Returns, per decoder, the lists of :func:`~lightning_icml26.metrics.functional.rollout_consistency` and
+    ``object_motion`` by horizon; ``truth`` (the true frames' motion); ``starts``; and ``itc_equals_sample_h1``,
+    the share of first imagined cells where ITC keeps the sampled token (when both decoders are run).
+    """
+    _positive(horizon=horizon, starts=starts)
+    bad = [d for d in decoders if d not in DECODERS]
+    if bad:
+        raise ValueError(f"decoders must be drawn from {DECODERS}, got {list(decoders)}")
+    ctx = data.context
+    frames, actions, _ = episode_windows(data.val_tokens, data.val.actions, ctx + horizon)
+    frames, actions = frames[:starts], actions[:starts]
+    start, truth = frames[:, :ctx], frames[:, ctx:]
+    objects = list(range(1, data.book.size))
+    out: dict[str, Any] = {"starts": len(frames)}
+    first: dict[str, torch.Tensor] = {}
+    for name in decoders:
+        preds = rollout(logits_fn, start, actions, horizon, name, itc=itc, context=ctx,
+                        generator=torch.Generator().manual_seed(seed + 17))  # fmt: skip
+        first[name] = preds[:, 0]
+        figures = rollout_consistency(preds, truth, data.book.size, objects)
+        out[name] = {key: [float(v) for v in value] for key, value in figures.items()}
+        out[name]["object_motion"] = object_motion(torch.cat([start[:, -1:], preds], 1), objects).tolist()
+    if "itc" in first and "sample" in first:
+        out["itc_equals_sample_h1"] = float((first["itc"] == first["sample"]).float().mean())
+    out["truth"] = {"object_motion": object_motion(torch.cat([start[:, -1:], truth], 1), objects).tolist()}
+    return out
+
+
+def real_return(
+    game: str, policy: TokenPolicy, book: PatchCodebook, *, episodes: int, max_steps: int, seed: int
+) -> float:
+    """Mean undiscounted real return of ``policy`` (sampling its actions) over ``episodes`` played episodes."""
+    _positive(episodes=episodes, max_steps=max_steps)
+    gen = torch.Generator().manual_seed(seed)
+
+    def act(grid: np.ndarray) -> int:
+        tokens = torch.as_tensor(book.encode(patch_keys(grid)))[None]
+        with torch.no_grad():
+            logits, _ = policy(tokens)
+        return int(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen))
+
+    played = collect_minatar(game, episodes * max_steps, seed=seed, epsilon=0.0, policy=act,
+                             max_episode_steps=max_steps)  # fmt: skip
+    return statistics.fmean(float(r.sum()) for r in played.rewards[:episodes])
+
+
+def train_agent(
+    logits_fn: LogitsFn,
+    data: MinAtarData,
+    itc: ITCDecoder,
+    config: ImaginationConfig,
+    decoder: str,
+    seed: int,
+    *,
+    eval_episodes: int = 6,
+    eval_steps: int = 300,
+    max_seconds: float | None = None,
+) -> tuple[float, int]:
+    """One actor-critic trained purely in imagination with ``decoder``, then played in the real game.
+
+    The agent (initialised from seed ``1000 + seed``) starts its imagined trajectories from real training
+    windows of ``context`` frames; it is evaluated with :func:`real_return` (seed ``10000 + seed``).
+
+    Returns:
+        ``(mean real return, imagination updates run)``; fewer updates than ``config.updates`` only when
+        ``max_seconds`` cut the training.
+    """
+    rules = FrameRules(data.game, data.book)
+    starts = episode_windows(data.train_tokens, data.train.actions, data.context)[:2]
+    torch.manual_seed(1000 + seed)
+    agent = TokenPolicy(data.book.size, 25, 3)
+    curve = train_in_imagination(agent, logits_fn, starts, decoder, rules, config, itc=itc, seed=seed,
+                                 max_seconds=max_seconds)  # fmt: skip
+    score = real_return(data.game, agent, data.book, episodes=eval_episodes, max_steps=eval_steps, seed=10_000 + seed)
+    return score, len(curve)
+
+
+def random_return(data: MinAtarData, seed: int, *, eval_episodes: int = 6, eval_steps: int = 300) -> float:
+    """Real return of an untrained policy (the reference an agent must beat), seeded like :func:`train_agent`."""
+    policy = TokenPolicy(data.book.size, 25, 3)
+    return real_return(data.game, policy, data.book, episodes=eval_episodes, max_steps=eval_steps, seed=10_000 + seed)
+
+
+def train_agents(
+    logits_fn: LogitsFn,
+    data: MinAtarData,
+    itc: ITCDecoder,
+    config: ImaginationConfig,
+    *,
+    seeds: int = 3,
+    eval_episodes: int = 6,
+    eval_steps: int = 300,
+    decoders: Sequence[str] = DECODER_NAMES,
+    verbose: bool = True,
+) -> dict[str, Any]:
+    """Per decoder, ``seeds`` agents from :func:`train_agent`, each played in the real game.
+
+    Returns, per decoder, the list of real returns (one per seed), ``random`` (:func:`random_return`, same
+    seeds) and ``updates`` (per decoder, the imagination updates each agent ran).
+    """
+    _positive(seeds=seeds)
+    out: dict[str, Any] = {"updates": {}}
+    for name in decoders:
+        out[name], out["updates"][name] = [], []
+        for seed in range(seeds):
+            score, updates = train_agent(logits_fn, data, itc, config, name, seed, eval_episodes=eval_episodes,
+                                         eval_steps=eval_steps)  # fmt: skip
+            out[name].append(score)
+            out["updates"][name].append(updates)
+        if verbose:
+            print(f"  {data.game} agent[{name}] real returns {out[name]}", flush=True)
+    out["random"] = [random_return(data, s, eval_episodes=eval_episodes, eval_steps=eval_steps) for s in range(seeds)]
+    return out
+
+
+def itc_minatar_task(
+    game: str = "breakout",
+    out_dir: str = "outputs/itc_minatar",
+    train_steps: int = 15000,
+    val_steps: int = 2000,
+    max_episode_steps: int = 500,
+    floor_samples: int = 2,
+    context: int = 4,
+    d_model: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    lr: float = 2e-3,
+    batch_size: int = 32,
+    wm_steps: int = 1500,
+    val_every: int = 250,
+    horizon: int = 12,
+    rollout_starts: int = 128,
+    imagine_horizon: int = 10,
+    ac_updates: int = 40,
+    ac_batch: int = 32,
+    seeds: int = 3,
+    eval_episodes: int = 6,
+    eval_steps: int = 300,
+    use_zero_neighbor_distance: bool = False,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The MinAtar pipeline for one game; writes ``itc_minatar.json`` in ``out_dir`` and returns the headline figures.
+
+    Defaults are the CPU benchmark's full size (``benchmarks/itc_minatar.py``). ITC uses MinAtar's official
+    alpha 0.2, tau 0.05 and the exact assignment; ``use_zero_neighbor_distance`` is the official option of that
+    name (no move cost to the four direct neighbours).
+
+    Returns:
+        ``game``, ``tokens``, ``noise_floor``, ``wm_val_loss``, ``wm_val_over_floor``, ``wm_steps``, per decoder
+        the persistence error at the first and last horizon and the object motion over the truth's, per decoder
+        (and ``random``) the mean real return, and ``itc_equals_sample_h1``; the JSON holds every figure.
+    """
+    if game not in GAMES:
+        raise ValueError(f"game must be one of {GAMES}, got {game!r}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    data = prepare_minatar(game, train_steps=train_steps, val_steps=val_steps, context=context, seed=seed,
+                           max_episode_steps=max_episode_steps, floor_samples=floor_samples)  # fmt: skip
+    print(f"{game}: {data.train.num_steps} train / {data.val.num_steps} val steps, {data.book.size} tokens, "
+          f"noise floor {data.floor:.4f} nats/cell over {len(data.val_frames)} validation transitions",
+          flush=True)  # fmt: skip
+    model, record = fit_world_model(data, d_model=d_model, num_layers=num_layers, num_heads=num_heads, lr=lr,
+                                    batch_size=batch_size, max_steps=wm_steps, val_every=val_every,
+                                    seed=seed)  # fmt: skip
+    print(f"{game}: world model val loss {record['val_loss']:.4f} = {record['val_loss'] / data.floor:.2f} x the "
+          f"noise floor ({record['steps']:.0f} steps)", flush=True)  # fmt: skip
+    itc = official_itc(use_zero_neighbor_distance)
+    logits_fn = next_frame_fn(model)
+    rollouts = rollout_figures(logits_fn, data, itc, horizon=horizon, starts=rollout_starts, seed=seed)
+    config = ImaginationConfig(horizon=imagine_horizon, updates=ac_updates, batch_size=ac_batch)
+    agents = train_agents(logits_fn, data, itc, config, seeds=seeds, eval_episodes=eval_episodes,
+                          eval_steps=eval_steps)  # fmt: skip
+    truth_motion = statistics.fmean(rollouts["truth"]["object_motion"])
+    summary: dict[str, Any] = {
+        "game": game, "tokens": data.book.size, "noise_floor": data.floor, "wm_val_loss": record["val_loss"],
+        "wm_val_over_floor": record["val_loss"] / data.floor, "wm_steps": record["steps"],
+        "itc_equals_sample_h1": rollouts.get("itc_equals_sample_h1", float("nan")),
+    }  # fmt: skip
+    for name in DECODER_NAMES:
+        pe = rollouts[name]["persistence_error_rate"]
+        summary[f"{name}_persistence_h1"], summary[f"{name}_persistence_h{horizon}"] = pe[0], pe[-1]
+        motion = statistics.fmean(rollouts[name]["object_motion"])
+        summary[f"{name}_motion_over_truth"] = motion / truth_motion if truth_motion else float("nan")
+        summary[f"{name}_real_return"] = statistics.fmean(agents[name])
+    summary["random_real_return"] = statistics.fmean(agents["random"])
+    summary["wall_s"] = time.perf_counter() - t0
+    full = {"summary": summary, "world_model": record, "rollouts": rollouts, "agents": agents}
+    (out / "itc_minatar.json").write_text(json.dumps(full, indent=2))
+    print(json.dumps(summary, indent=2), flush=True)
+    return summary

@@ -1,0 +1,89 @@
+"""itc_minatar: ``icml26 run itc_minatar`` at tiny sizes ends by itself; the Lightning-trained world model's
+validation figure equals a direct computation; early stopping at the noise-floor goal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lightning_icml26.data.rl import episode_windows
+from lightning_icml26.data.rl.minatar import MinAtarEpisodes, noise_floor
+from lightning_icml26.tasks.itc_minatar import fit_world_model, next_frame_fn, prepare_minatar, window_loss
+
+pytest.importorskip("minatar")
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = [
+    "task.train_steps=600",
+    "task.val_steps=150",
+    "task.max_episode_steps=100",
+    "task.wm_steps=20",
+    "task.val_every=10",
+    "task.d_model=16",
+    "task.num_heads=2",
+    "task.num_layers=1",
+    "task.horizon=3",
+    "task.rollout_starts=8",
+    "task.imagine_horizon=3",
+    "task.ac_updates=2",
+    "task.ac_batch=4",
+    "task.seeds=2",
+    "task.eval_episodes=1",
+    "task.eval_steps=30",
+]
+
+
+def test_recipe_runs_at_tiny_size_and_the_process_exits(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("icml26")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [str(script), "run", "itc_minatar", "task.game=freeway", *TINY, f"run_dir={tmp_path}"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    full = json.loads((tmp_path / "itc_minatar.json").read_text())
+    summary = full["summary"]
+    assert summary["game"] == "freeway"
+    assert summary["wm_steps"] == 20.0
+    assert summary["wm_val_over_floor"] == pytest.approx(summary["wm_val_loss"] / summary["noise_floor"])
+    for name in ("itc", "sample", "argmax"):
+        assert len(full["agents"][name]) == 2
+        assert full["agents"]["updates"][name] == [2, 2]
+        assert summary[f"{name}_persistence_h3"] == full["rollouts"][name]["persistence_error_rate"][-1]
+        assert len(full["rollouts"][name]["object_motion"]) == 3
+    assert 0.0 <= summary["itc_equals_sample_h1"] <= 1.0
+    recorded = json.loads((tmp_path / "summary.json").read_text())
+    assert recorded["status"] == "finished"
+    assert recorded["metrics"]["noise_floor"] == summary["noise_floor"]
+
+
+def test_validation_figure_floor_and_early_stop() -> None:
+    data = prepare_minatar("breakout", train_steps=300, val_steps=80, max_episode_steps=80, floor_samples=1)
+    assert data.val_frames.shape[1:] == (5, 5, 5)
+    # the floor covers exactly the scored transitions: the last of each window (step first + context - 1)
+    _, _, where = episode_windows(data.val_tokens, data.val.actions, 5)
+    picked = MinAtarEpisodes(
+        "breakout", [], [], [], [], [0], branches=[[data.val.branches[e][s + 3] for e, s in where]]
+    )
+    assert data.floor == noise_floor(picked, data.book)
+    model, record = fit_world_model(data, d_model=16, num_heads=2, num_layers=1, max_steps=10, val_every=5,
+                                    goal_ratio=1e9, verbose=False)  # fmt: skip
+    assert record["steps"] == 5.0  # the goal is met at the first validation
+    # window_loss against a dense recomputation with the module's own forward pass
+    with torch.no_grad():
+        logits = model(data.val_frames[:, :4], data.val_actions)[:, -1]
+    dense = torch.nn.functional.cross_entropy(logits.reshape(-1, data.book.size), data.val_frames[:, 4].reshape(-1))
+    assert record["val_loss"] == pytest.approx(float(dense), rel=1e-5)
+    assert window_loss(next_frame_fn(model), data.val_frames, data.val_actions, batch_size=7) == pytest.approx(
+        record["val_loss"], rel=1e-5
+    )
+    _, longer = fit_world_model(data, d_model=16, num_heads=2, num_layers=1, max_steps=10, val_every=5,
+                                goal_ratio=1.1, verbose=False)  # fmt: skip
+    assert longer["steps"] == 10.0  # the floor is out of reach in 10 steps: the budget ends the training
+    assert longer["val_loss"] < record["val_loss"]
