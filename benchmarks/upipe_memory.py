@@ -30,6 +30,7 @@ import sys
 import weakref
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -51,6 +52,67 @@ MIB = 2.0**20
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
+class _RowTiledRMSNormFn(torch.autograd.Function):
+    """RMSNorm over the last dimension, computed in tiles of rows: no full-size fp32 temporaries."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, eps: float, rows: int) -> torch.Tensor:  # type: ignore[override]
+        acc = torch.promote_types(x.dtype, torch.float32)
+        x2 = x.reshape(-1, x.shape[-1])
+        out = torch.empty_like(x2)
+        rstd = torch.empty(x2.shape[0], 1, dtype=acc, device=x.device)
+        for s in range(0, x2.shape[0], rows):
+            xt = x2[s : s + rows].to(acc)
+            r = torch.rsqrt(xt.pow(2).mean(-1, keepdim=True) + eps)
+            rstd[s : s + rows] = r
+            out[s : s + rows] = (xt * r * weight.to(acc)).to(x.dtype)
+        ctx.save_for_backward(x, weight, rstd)
+        ctx.rows = rows
+        return out.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, dy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        x, weight, rstd = ctx.saved_tensors
+        rows = ctx.rows
+        x2, dy2 = x.reshape(-1, x.shape[-1]), dy.reshape(-1, x.shape[-1])
+        acc = rstd.dtype
+        dx = torch.empty_like(x2)
+        dw = torch.zeros(x.shape[-1], dtype=acc, device=x.device)
+        for s in range(0, x2.shape[0], rows):
+            n = x2[s : s + rows].to(acc) * rstd[s : s + rows]
+            dyt = dy2[s : s + rows].to(acc)
+            g = dyt * weight.to(acc)
+            dx[s : s + rows] = (rstd[s : s + rows] * (g - n * (g * n).mean(-1, keepdim=True))).to(x.dtype)
+            dw += (dyt * n).sum(0)
+        return dx.view_as(x), dw.to(weight.dtype), None, None
+
+
+class RowTiledRMSNorm(nn.RMSNorm):
+    """``nn.RMSNorm`` (same parameters and results) computed in tiles of ``rows`` rows.
+
+    PyTorch's CPU (and ``meta``) ``rms_norm`` is a composite of fp32 operators whose backward holds several
+    full-size fp32 temporaries; CUDA runs a fused kernel without them. This module keeps only the input, the
+    per-row ``rstd``, the output and ``dx`` at full size, like the fused kernel, so that bytes counted on meta
+    tensors model the GPU path (``--lean-norm``).
+
+    Example:
+        >>> torch.manual_seed(0) and None
+        >>> norm, ref = RowTiledRMSNorm(8, rows=3).double(), nn.RMSNorm(8).double()
+        >>> x = torch.randn(2, 5, 8, dtype=torch.float64)
+        >>> torch.allclose(norm(x), ref(x))
+        True
+    """
+
+    def __init__(self, hidden: int, rows: int = 1024) -> None:
+        super().__init__(hidden)
+        self.rows = rows
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        out: torch.Tensor = _RowTiledRMSNormFn.apply(x, self.weight, eps, self.rows)
+        return out
+
+
 class _SwiGLU(nn.Module):
     """Llama's MLP: ``down(silu(gate(h)) * up(h))``, width 3.5 x hidden (rounded down to a multiple of 256)."""
 
@@ -70,7 +132,8 @@ class _Block(nn.Module):
     def __init__(self, cfg: dict[str, Any], method: str, cp: ContextParallelGroup, tiles: int = 0) -> None:
         super().__init__()
         e = cfg["hidden"]
-        self.norm1, self.norm2 = nn.RMSNorm(e), nn.RMSNorm(e)
+        norm = RowTiledRMSNorm if cfg.get("lean_norm") else nn.RMSNorm
+        self.norm1, self.norm2 = norm(e), norm(e)
         self.attn = _attention(cfg, method, cp)
         self.mlp = _SwiGLU(e)
         if tiles:
@@ -219,12 +282,22 @@ def measure(module: nn.Module, cfg: dict[str, Any], seq: int, world: int) -> dic
     return out
 
 
-def longest(module: nn.Module, cfg: dict[str, Any], cap: int, world: int, base: int) -> int:
-    """The longest global sequence (a multiple of ``8 P``) whose peak is at most ``cap``, to 1 %."""
+def longest(
+    module: nn.Module,
+    cfg: dict[str, Any],
+    cap: int,
+    world: int,
+    base: int,
+    measure_fn: Callable[[nn.Module, dict[str, Any], int, int], dict[str, int]] = measure,
+) -> int:
+    """The longest global sequence (a multiple of ``8 P``) whose peak is at most ``cap``, to 1 %.
+
+    ``measure_fn`` gives the figures of one sequence length (default :func:`measure`, bytes on meta tensors).
+    """
     quant = 8 * world
 
     def fits(seq: int) -> bool:
-        return measure(module, cfg, seq, world)["peak"] <= cap
+        return measure_fn(module, cfg, seq, world)["peak"] <= cap
 
     lo = base if fits(base) else quant
     if not fits(lo):
@@ -385,6 +458,11 @@ def main() -> None:
         help="layer and model scopes as the paper benchmarks both arms: activation checkpointing, tiled MLP,"
         " offloaded checkpoint inputs (--no-paper-config: plain layer, checkpointed model, as before)",
     )
+    parser.add_argument(
+        "--lean-norm",
+        action="store_true",
+        help="RMSNorm in row tiles without full-size fp32 temporaries, as CUDA's fused kernel (both arms)",
+    )
     args = parser.parse_args()
     worlds = [int(w) for w in args.world.split(",")]
     for name, val in (("--hidden", args.hidden), ("--head-dim", args.head_dim), ("--heads", args.heads)):
@@ -402,6 +480,7 @@ def main() -> None:
         "dtype": args.dtype,
         "layers": 4,
         "paper_config": args.paper_config,
+        "lean_norm": args.lean_norm,
     }
     scopes = {"attn": ["attn"], "layer": ["layer", "model"], "all": ["attn", "layer", "model"]}[args.scope]
     start = time.perf_counter()
