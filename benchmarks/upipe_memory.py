@@ -11,6 +11,16 @@ ranks hold the same shapes, so one rank's figure is every rank's. Scopes:
 * ``model``: four such layers, each under activation checkpointing (``torch.utils.checkpoint``), searched for
   the longest sequence only.
 
+``--paper-config`` (default; ``--no-paper-config`` gives the earlier figures) runs the ``layer`` and ``model``
+scopes as the paper's benchmark runs both UPipe and the Ulysses baseline: every layer under activation
+checkpointing, the MLP tiled along the sequence (:mod:`lightning_icml26.ops.tiled_mlp`; ``mlp_tiles`` tiles, so
+that a tile's intermediate is at most one UPipe stage's query buffer, the same for both arms) and the inputs the
+checkpoints keep offloaded to the host. Offloading is modelled by ``saved_tensors_hooks`` (``OffloadModel``):
+a packed tensor leaves the device count, its bytes are reported apart as ``host_offloaded``, and unpacking
+allocates it again on the device. ``--lean-norm`` computes RMSNorm in row tiles (``RowTiledRMSNorm``, same
+results): PyTorch's CPU / meta ``rms_norm`` is a composite whose backward holds several full-size fp32
+temporaries that CUDA's fused kernel does not allocate.
+
 Figures per method and ``P``: ``fwd_transient`` (forward peak minus the output, the paper's accounting),
 ``peak`` (forward + backward peak of the activations, the layer input and its upstream gradient included; the
 weight gradients left out) and ``const`` (weights and their gradients, the same for every method, reported
@@ -19,7 +29,8 @@ apart). ``max_seq`` is the longest global sequence whose ``peak`` stays under Ul
 
 Throughput cannot come from meta tensors: ``tokens_per_s`` is measured on two real gloo ranks on CPU at a
 smaller size (H = 32, G = 8, head_dim 32), forward + backward of the attention with ``o_proj``.
-Run: ``python benchmarks/upipe_memory.py [--quick] [--scope attn|layer|all] [--world 2,4] [--json PATH]``.
+Run: ``python benchmarks/upipe_memory.py [--quick] [--scope attn|layer|all] [--world 2,4] [--no-paper-config]
+[--lean-norm] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -27,10 +38,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import weakref
 import time
-from pathlib import Path
+import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch

@@ -75,6 +75,11 @@ def check_arguments(
             "save_distributed_checkpoint=True needs shard_parameters=True (replicated parameters are saved"
             " as one full file)"
         )
+    _check_memory_options(tiled_mlp, offload_activations, activation_checkpointing)
+    return layout
+
+
+def _check_memory_options(tiled_mlp: Any, offload_activations: Any, activation_checkpointing: Any) -> None:
     if tiled_mlp is not None and (not isinstance(tiled_mlp, int) or isinstance(tiled_mlp, bool) or tiled_mlp < 1):
         raise ValueError(f"tiled_mlp must be None or a positive int (tiles per MLP call), got {tiled_mlp!r}")
     if offload_activations and not activation_checkpointing:
@@ -82,4 +87,3 @@ def check_arguments(
             "offload_activations=True offloads the inputs kept by checkpointed blocks and needs"
             " activation_checkpointing=True"
         )
-    return layout

@@ -165,16 +165,16 @@ def tile_block_mlps(module: nn.Module, num_tiles: int, seq_dim: int = 1, argumen
         ValueError: tiled_mlp=2 needs an `mlp` submodule in every transformer block (as Llama's decoder layers \
 have); Linear has none
     """
-    blocks = _blocks_or_raise(module, f"{argument}={num_tiles}")
-    for block in blocks:
+    mlps = []
+    for block in _blocks_or_raise(module, f"{argument}={num_tiles}"):
         mlp = getattr(block, "mlp", None)
         if not isinstance(mlp, nn.Module):
             raise ValueError(
                 f"{argument}={num_tiles} needs an `mlp` submodule in every transformer block (as Llama's decoder"
                 f" layers have); {type(block).__name__} has none"
             )
-    for block in blocks:
-        mlp = block.mlp
+        mlps.append(mlp)
+    for mlp in mlps:
         if not isinstance(mlp.__dict__.get("forward"), TiledForward):
             mlp.forward = TiledForward(mlp, num_tiles, seq_dim)  # type: ignore[method-assign]
-    return len(blocks)
+    return len(mlps)

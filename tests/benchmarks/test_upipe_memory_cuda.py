@@ -10,13 +10,32 @@ import pytest
 import torch
 
 script = importlib.import_module("benchmarks.gpu.upipe_memory_cuda")
-TINY = "--hidden 64 --heads 8 --kv-heads 2 --head-dim 16 --layers 2 --world 2 --seq 128 --max-minutes 3".split()
+TINY = [
+    "--hidden",
+    "64",
+    "--heads",
+    "8",
+    "--kv-heads",
+    "2",
+    "--head-dim",
+    "16",
+    "--layers",
+    "2",
+    "--world",
+    "2",
+    "--seq",
+    "128",
+    "--max-minutes",
+    "3",
+]
 
 
 def test_defaults_are_the_llama3_8b_layer() -> None:
     args = script.parse_args([])
     assert (args.hidden, args.heads, args.kv_heads, args.head_dim, args.dtype) == (4096, 32, 8, 128, "bf16")
-    assert args.scopes == ["attn", "model"] and args.worlds == [2, 4] and args.max_minutes < 8
+    assert args.scopes == ["attn", "model"]
+    assert args.worlds == [2, 4]
+    assert args.max_minutes < 8
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")

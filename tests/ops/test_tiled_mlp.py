@@ -96,7 +96,8 @@ def test_tiled_forward_keeps_class_and_state_dict_keys() -> None:
     y_ref, g_ref = _grads(mlp, mlp, x, dy)
     mlp.forward = TiledForward(mlp, num_tiles=3)  # type: ignore[method-assign]
     y, g = _grads(mlp, mlp, x, dy)
-    assert list(mlp.state_dict()) == keys and type(mlp) is cls
+    assert list(mlp.state_dict()) == keys
+    assert type(mlp) is cls
     torch.testing.assert_close(y, y_ref, rtol=0, atol=1e-10)
     for a, b in zip(g, g_ref, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-10)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from lightning_icml26 import _recipes
-from lightning_icml26.modules.causal_lm import TinyCausalTransformer, build_hf_causal_lm
+from lightning_icml26.modules.causal_lm import TinyCausalTransformer
 from lightning_icml26.ops.tiled_mlp import TiledForward
 from lightning_icml26.strategies import UPipeStrategy
 from lightning_icml26.strategies._blocks import CheckpointedForward, checkpoint_blocks, tile_block_mlps
@@ -44,7 +44,8 @@ def runs() -> list[list[dict[str, Any]]]:
 def test_tiled_mlp_and_offloading_train_like_the_plain_strategy(runs: Any, index: int, kind: str) -> None:
     for rank in (0, 1):
         plain, paper = runs[rank][index], runs[rank][index + 1]
-        assert "error" not in plain and "error" not in paper, (plain.get("error"), paper.get("error"))
+        assert "error" not in plain, plain.get("error")
+        assert "error" not in paper, paper.get("error")
         assert len(plain["losses"]) == STEPS
         assert paper["losses"] == pytest.approx(plain["losses"], abs=ATOL, rel=0)
         assert plain["state"].keys() == paper["state"].keys()  # state-dict keys unchanged by the options
@@ -66,7 +67,8 @@ def test_tiling_keeps_state_dict_keys_and_outputs(kind: str) -> None:
     assert blocks == 2
     assert list(net.state_dict()) == keys
     mlps = [m for m in net.modules() if isinstance(m.__dict__.get("forward"), TiledForward)]
-    assert len(mlps) == 2 and all(m.forward.num_tiles == 3 for m in mlps)
+    assert len(mlps) == 2
+    assert all(m.forward.num_tiles == 3 for m in mlps)
     assert sum(isinstance(m.__dict__.get("forward"), CheckpointedForward) for m in net.modules()) == 2
     torch.testing.assert_close(_logits(net(ids)), expected, rtol=0, atol=1e-5)
     assert tile_block_mlps(net, num_tiles=5) == 2  # already tiled: left as is
