@@ -1,8 +1,9 @@
 """UPipeStrategy's ``tiled_mlp`` and ``offload_activations``: the same training, the same state-dict keys.
 
-One spawn of two gloo ranks trains the project's tiny transformer and a Hugging Face Llama (``LlamaDecoderLayer.mlp``)
-for a few SGD steps with and without the paper's benchmark options (activation checkpointing, a tiled MLP,
-offloaded checkpoint inputs); on CPU the options change no number beyond summation order (1e-6).
+One spawn of two gloo ranks trains the project's tiny transformer, a Hugging Face Llama (``LlamaDecoderLayer.mlp``)
+and the tiny transformer with FSDP2-sharded parameters (dp = 2 x cp = 1) for a few SGD steps with and without the
+paper's benchmark options (activation checkpointing, a tiled MLP, offloaded checkpoint inputs); on CPU the
+options change no number beyond summation order (1e-6).
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ ATOL = 1e-6
 PAPER = {"activation_checkpointing": True, "tiled_mlp": 3, "offload_activations": True}
 
 
+SHARDED = {"shard_parameters": True, "context_parallel_size": 1}  # FSDP2 over dp = 2 x cp = 1
+
+
 @pytest.fixture(scope="module")
 def runs() -> list[list[dict[str, Any]]]:
     fits = [
-        {"kind": kind, "attention": "upipe", "steps": STEPS, **extra}
-        for kind in ("tiny", "llama")
+        {"kind": kind, "attention": "upipe", "steps": STEPS, **base, **extra}
+        for kind, base in (("tiny", {}), ("llama", {}), ("tiny", SHARDED))
         for extra in ({}, PAPER)
     ]
     return run_on_ranks(W.equivalence_worker, 2, fits, timeout=600)
@@ -40,7 +44,7 @@ def runs() -> list[list[dict[str, Any]]]:
 
 @pytest.mark.distributed
 @requires_module("transformers")
-@pytest.mark.parametrize(("index", "kind"), [(0, "tiny"), (2, "llama")])
+@pytest.mark.parametrize(("index", "kind"), [(0, "tiny"), (2, "llama"), (4, "tiny")], ids=["tiny", "llama", "fsdp2"])
 def test_tiled_mlp_and_offloading_train_like_the_plain_strategy(runs: Any, index: int, kind: str) -> None:
     for rank in (0, 1):
         plain, paper = runs[rank][index], runs[rank][index + 1]
@@ -53,6 +57,7 @@ def test_tiled_mlp_and_offloading_train_like_the_plain_strategy(runs: Any, index
             torch.testing.assert_close(paper["state"][key], value, rtol=0, atol=ATOL, msg=f"{kind}: {key}")
         start = W.build_net(kind).state_dict()
         assert any(not torch.equal(start[k], v) for k, v in paper["state"].items())  # the steps changed weights
+    assert runs[0][index + 1]["sharded"] == (index == 4)
 
 
 @requires_module("transformers")
