@@ -145,7 +145,7 @@ def measure_cuda(module: nn.Module, cfg: dict[str, Any], seq: int, world: int) -
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
-    """``({scope: {P: {method: figures}}}, partial)``; stops at the wall-clock cap."""
+    """``({scope: {P: {method: figures}}}, partial)``; stops at the wall-clock cap or an error (``"stopped"``)."""
     device = check_device(args.device)
     cfg = {
         "batch": 1,
@@ -184,12 +184,16 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
                     rows[method]["max_seq"] = longest(module, cfg, cap, size, start, measure_fn=timed)
                     del module
     except OutOfTime:
+        figs["stopped"] = f"wall-clock cap of {args.max_minutes} min reached"
+        return figs, True
+    except Exception as error:  # keep what was measured; the JSON says why the run stopped
+        figs["stopped"] = f"{type(error).__name__}: {error}"
         return figs, True
     return figs, False
 
 
 def _rel(figs: dict[str, Any], scope: str, world: int, key: str, method: str = "upipe") -> float:
-    rows = figs.get(scope, {}).get(str(world), {})
+    rows = figs.get(scope, {}).get(str(world), {}) if scope != "stopped" else {}
     if method not in rows or "ulysses" not in rows or key not in rows[method] or key not in rows["ulysses"]:
         return float("nan")
     return ratio(float(rows[method][key]), float(rows["ulysses"][key]))
@@ -208,6 +212,8 @@ def build_targets(figs: dict[str, Any], worlds: list[int]) -> dict[str, dict[str
 def _table(figs: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for scope, per_world in figs.items():
+        if scope == "stopped":
+            continue
         for world, per_method in per_world.items():
             uly = per_method.get("ulysses", {})
             for method, r in per_method.items():
@@ -229,6 +235,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
     print(markdown_table(_table(figs)))
+    if "stopped" in figs:
+        print(f"\nStopped early: {figs['stopped']}")
     targets = build_targets(figs, args.worlds)
     print_targets(targets)
     device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else args.device

@@ -82,4 +82,5 @@ def test_pieces_run_on_tiny_shapes(device: str, tmp_path: Path) -> None:
 def test_the_wall_clock_cap_writes_partial_figures(tmp_path: Path) -> None:
     record = script.main([*TINY[:-1], "0.0001", "--device", "meta"])
     assert record["partial"] is True
+    assert "wall-clock cap" in record["memory"]["stopped"]
     assert all(t["met"] is False for t in record["targets"].values())
