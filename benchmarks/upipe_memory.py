@@ -11,6 +11,16 @@ ranks hold the same shapes, so one rank's figure is every rank's. Scopes:
 * ``model``: four such layers, each under activation checkpointing (``torch.utils.checkpoint``), searched for
   the longest sequence only.
 
+``--paper-config`` (default; ``--no-paper-config`` gives the earlier figures) runs the ``layer`` and ``model``
+scopes as the paper's benchmark runs both UPipe and the Ulysses baseline: every layer under activation
+checkpointing, the MLP tiled along the sequence (:mod:`lightning_icml26.ops.tiled_mlp`; ``mlp_tiles`` tiles, so
+that a tile's intermediate is at most one UPipe stage's query buffer, the same for both arms) and the inputs the
+checkpoints keep offloaded to the host. Offloading is modelled by ``saved_tensors_hooks`` (``OffloadModel``):
+a packed tensor leaves the device count, its bytes are reported apart as ``host_offloaded``, and unpacking
+allocates it again on the device. ``--lean-norm`` computes RMSNorm in row tiles (``RowTiledRMSNorm``, same
+results): PyTorch's CPU / meta ``rms_norm`` is a composite whose backward holds several full-size fp32
+temporaries that CUDA's fused kernel does not allocate.
+
 Figures per method and ``P``: ``fwd_transient`` (forward peak minus the output, the paper's accounting),
 ``peak`` (forward + backward peak of the activations, the layer input and its upstream gradient included; the
 weight gradients left out) and ``const`` (weights and their gradients, the same for every method, reported
@@ -19,14 +29,18 @@ apart). ``max_seq`` is the longest global sequence whose ``peak`` stays under Ul
 
 Throughput cannot come from meta tensors: ``tokens_per_s`` is measured on two real gloo ranks on CPU at a
 smaller size (H = 32, G = 8, head_dim 32), forward + backward of the attention with ``o_proj``.
-Run: ``python benchmarks/upipe_memory.py [--quick] [--scope attn|layer|all] [--world 2,4] [--json PATH]``.
+Run: ``python benchmarks/upipe_memory.py [--quick] [--scope attn|layer|all] [--world 2,4] [--no-paper-config]
+[--lean-norm] [--json PATH]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,38 +56,160 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.distributed import ContextParallelGroup
 from lightning_icml26.ops.attention import LiveBytesTracker, UPipeAttention
+from lightning_icml26.ops.tiled_mlp import TiledForward
 
 METHODS = ("ulysses", "upipe")
 MIB = 2.0**20
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
-class _Block(nn.Module):
-    """A Llama decoder layer: pre-norm attention and SwiGLU MLP with residuals."""
+class _RowTiledRMSNormFn(torch.autograd.Function):
+    """RMSNorm over the last dimension, computed in tiles of rows: no full-size fp32 temporaries."""
 
-    def __init__(self, cfg: dict[str, Any], method: str, cp: ContextParallelGroup) -> None:
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, weight: torch.Tensor, eps: float, rows: int) -> torch.Tensor:  # type: ignore[override]
+        acc = torch.promote_types(x.dtype, torch.float32)
+        x2 = x.reshape(-1, x.shape[-1])
+        out = torch.empty_like(x2)
+        rstd = torch.empty(x2.shape[0], 1, dtype=acc, device=x.device)
+        for s in range(0, x2.shape[0], rows):
+            xt = x2[s : s + rows].to(acc)
+            r = torch.rsqrt(xt.pow(2).mean(-1, keepdim=True) + eps)
+            rstd[s : s + rows] = r
+            out[s : s + rows] = (xt * r * weight.to(acc)).to(x.dtype)
+        ctx.save_for_backward(x, weight, rstd)
+        ctx.rows = rows
+        return out.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, dy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        x, weight, rstd = ctx.saved_tensors
+        rows = ctx.rows
+        x2, dy2 = x.reshape(-1, x.shape[-1]), dy.reshape(-1, x.shape[-1])
+        acc = rstd.dtype
+        dx = torch.empty_like(x2)
+        dw = torch.zeros(x.shape[-1], dtype=acc, device=x.device)
+        for s in range(0, x2.shape[0], rows):
+            n = x2[s : s + rows].to(acc) * rstd[s : s + rows]
+            dyt = dy2[s : s + rows].to(acc)
+            g = dyt * weight.to(acc)
+            dx[s : s + rows] = (rstd[s : s + rows] * (g - n * (g * n).mean(-1, keepdim=True))).to(x.dtype)
+            dw += (dyt * n).sum(0)
+        return dx.view_as(x), dw.to(weight.dtype), None, None
+
+
+class RowTiledRMSNorm(nn.RMSNorm):
+    """``nn.RMSNorm`` (same parameters and results) computed in tiles of ``rows`` rows.
+
+    PyTorch's CPU (and ``meta``) ``rms_norm`` is a composite of fp32 operators whose backward holds several
+    full-size fp32 temporaries; CUDA runs a fused kernel without them. This module keeps only the input, the
+    per-row ``rstd``, the output and ``dx`` at full size, like the fused kernel, so that bytes counted on meta
+    tensors model the GPU path (``--lean-norm``).
+
+    Example:
+        >>> torch.manual_seed(0) and None
+        >>> norm, ref = RowTiledRMSNorm(8, rows=3).double(), nn.RMSNorm(8).double()
+        >>> x = torch.randn(2, 5, 8, dtype=torch.float64)
+        >>> torch.allclose(norm(x), ref(x))
+        True
+    """
+
+    def __init__(self, hidden: int, rows: int = 1024) -> None:
+        super().__init__(hidden)
+        self.rows = rows
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        out: torch.Tensor = _RowTiledRMSNormFn.apply(x, self.weight, eps, self.rows)
+        return out
+
+
+class _SwiGLU(nn.Module):
+    """Llama's MLP: ``down(silu(gate(h)) * up(h))``, width 3.5 x hidden (rounded down to a multiple of 256)."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        inter = int(3.5 * hidden) // 256 * 256 or 256
+        self.gate, self.up = nn.Linear(hidden, inter, bias=False), nn.Linear(hidden, inter, bias=False)
+        self.down = nn.Linear(inter, hidden, bias=False)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class _Block(nn.Module):
+    """A Llama decoder layer: pre-norm attention and SwiGLU MLP with residuals (the MLP tiled when ``tiles``)."""
+
+    def __init__(self, cfg: dict[str, Any], method: str, cp: ContextParallelGroup, tiles: int = 0) -> None:
         super().__init__()
         e = cfg["hidden"]
-        inter = int(3.5 * e) // 256 * 256 or 256
-        self.norm1, self.norm2 = nn.RMSNorm(e), nn.RMSNorm(e)
+        norm = RowTiledRMSNorm if cfg.get("lean_norm") else nn.RMSNorm
+        self.norm1, self.norm2 = norm(e), norm(e)
         self.attn = _attention(cfg, method, cp)
-        self.gate, self.up = nn.Linear(e, inter, bias=False), nn.Linear(e, inter, bias=False)
-        self.down = nn.Linear(inter, e, bias=False)
+        self.mlp = _SwiGLU(e)
+        if tiles:
+            self.mlp.forward = TiledForward(self.mlp, tiles)  # type: ignore[method-assign]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.norm1(x))
-        h = self.norm2(x)
-        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+        return x + self.mlp(self.norm2(x))
+
+
+class OffloadModel:
+    """``saved_tensors_hooks`` modelling activation offloading for byte accounting (values are not kept).
+
+    Packing a tensor records its bytes as host memory and drops the device tensor (only its shape, stride and
+    dtype are kept); unpacking allocates a new device tensor of that shape, as ``save_on_cpu`` copies the
+    tensor back. The unpacked values are uninitialised: the model serves byte counts (on ``meta`` tensors, or
+    on CPU to check them), not results. ``host`` is the sum of the bytes packed so far, ``host_peak`` the most
+    that were held at once.
+    """
+
+    def __init__(self) -> None:
+        self.host = 0
+        self.host_peak = 0
+        self._held = 0
+
+    def _release(self, nbytes: int) -> None:
+        self._held -= nbytes
+
+    def pack(self, t: torch.Tensor) -> Any:
+        nbytes = _nbytes(t)
+        self.host += nbytes
+        self._held += nbytes
+        self.host_peak = max(self.host_peak, self._held)
+        handle = _Packed(t.shape, t.stride(), t.dtype, t.device)
+        weakref.finalize(handle, self._release, nbytes)
+        return handle
+
+    @staticmethod
+    def unpack(handle: Any) -> torch.Tensor:
+        return torch.empty_strided(handle.shape, handle.stride, dtype=handle.dtype, device=handle.device)
+
+    def hooks(self) -> Any:
+        return torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
+
+
+class _Packed:
+    def __init__(self, shape: torch.Size, stride: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> None:
+        self.shape, self.stride, self.dtype, self.device = shape, stride, dtype, device
 
 
 class _Checkpointed(nn.Module):
-    def __init__(self, blocks: list[_Block]) -> None:
+    """Blocks under activation checkpointing; with ``offload`` their saved inputs are modelled as offloaded."""
+
+    def __init__(self, blocks: list[_Block], offload: bool = False) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(blocks)
+        self.offload = OffloadModel() if offload else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
-            x = checkpoint(block, x, use_reentrant=False)
+            if self.offload is None:
+                x = checkpoint(block, x, use_reentrant=False)
+            else:
+                with self.offload.hooks():
+                    x = checkpoint(block, x, use_reentrant=False)
         return x
 
 
@@ -83,16 +219,43 @@ def _attention(cfg: dict[str, Any], method: str, cp: ContextParallelGroup) -> UP
     )
 
 
-def _build(scope: str, method: str, cfg: dict[str, Any], cp: ContextParallelGroup, device: str = "meta") -> nn.Module:
+def mlp_tiles(cfg: dict[str, Any], world: int) -> int:
+    """MLP tiles per rank so that one tile's intermediate is at most one UPipe stage's query buffer.
+
+    A tile of ``t`` local tokens holds ``t x inter`` elements per MLP intermediate; a UPipe stage of ``U = P``
+    query heads holds ``S x U x head_dim`` query elements for the global sequence ``S = P x S_local``. Hence
+    ``tiles = ceil(inter / (P^2 x head_dim))``, independent of the sequence length; both arms use it.
+
+    Example:
+        >>> mlp_tiles({"hidden": 4096, "head_dim": 128}, 2), mlp_tiles({"hidden": 4096, "head_dim": 128}, 4)
+        (28, 7)
+    """
+    inter = int(3.5 * cfg["hidden"]) // 256 * 256 or 256
+    return max(1, -(-inter // (world * world * cfg["head_dim"])))
+
+
+def _build(
+    scope: str,
+    method: str,
+    cfg: dict[str, Any],
+    cp: ContextParallelGroup,
+    device: str = "meta",
+    paper: bool = False,
+    world: int = 1,
+) -> nn.Module:
+    """The module of ``scope``; ``paper``: layer and model scopes checkpointed, MLP tiled, inputs offloaded."""
     torch.manual_seed(0)
+    tiles = mlp_tiles(cfg, world) if paper else 0
     with torch.device(device):
         if scope == "attn":
             module: nn.Module = _attention(cfg, method, cp)
             module.o_proj = nn.Identity()  # type: ignore[assignment]
         elif scope == "layer":
-            module = _Block(cfg, method, cp)
+            block = _Block(cfg, method, cp, tiles)
+            module = _Checkpointed([block], offload=True) if paper else block
         else:
-            module = _Checkpointed([_Block(cfg, method, cp) for _ in range(cfg["layers"])])
+            blocks = [_Block(cfg, method, cp, tiles) for _ in range(cfg["layers"])]
+            module = _Checkpointed(blocks, offload=paper)
     return module.to(DTYPES[cfg["dtype"]])
 
 
@@ -118,19 +281,34 @@ def measure(module: nn.Module, cfg: dict[str, Any], seq: int, world: int) -> dic
         del y
     weight_grads = sum(_nbytes(p.grad) for p in module.parameters() if p.grad is not None)
     const = sum(2 * _nbytes(p) for p in module.parameters())
-    return {
+    out = {
         "fwd_transient": fwd_transient,
         "peak": mem.peak - weight_grads + _nbytes(x),  # x exists before the tracker; dy is created inside it
         "const": const,
     }
+    offload = getattr(module, "offload", None)
+    if isinstance(offload, OffloadModel):
+        out["host_offloaded"] = offload.host_peak  # host memory, not in the device figures
+        offload.host = offload.host_peak = 0
+    return out
 
 
-def longest(module: nn.Module, cfg: dict[str, Any], cap: int, world: int, base: int) -> int:
-    """The longest global sequence (a multiple of ``8 P``) whose peak is at most ``cap``, to 1 %."""
+def longest(
+    module: nn.Module,
+    cfg: dict[str, Any],
+    cap: int,
+    world: int,
+    base: int,
+    measure_fn: Callable[[nn.Module, dict[str, Any], int, int], dict[str, int]] = measure,
+) -> int:
+    """The longest global sequence (a multiple of ``8 P``) whose peak is at most ``cap``, to 1 %.
+
+    ``measure_fn`` gives the figures of one sequence length (default :func:`measure`, bytes on meta tensors).
+    """
     quant = 8 * world
 
     def fits(seq: int) -> bool:
-        return measure(module, cfg, seq, world)["peak"] <= cap
+        return measure_fn(module, cfg, seq, world)["peak"] <= cap
 
     lo = base if fits(base) else quant
     if not fits(lo):
@@ -151,14 +329,14 @@ def _fake_group(world: int) -> ContextParallelGroup:
     return ContextParallelGroup(dist.group.WORLD)
 
 
-def memory_figures(cfg: dict[str, Any], scopes: list[str], worlds: list[int]) -> dict[str, Any]:
-    """``{scope: {P: {method: figures}}}`` for the memory scopes."""
+def memory_figures(cfg: dict[str, Any], scopes: list[str], worlds: list[int], paper: bool = True) -> dict[str, Any]:
+    """``{scope: {P: {method: figures}}}`` for the memory scopes (``paper``: see :func:`_build`)."""
     out: dict[str, Any] = {}
     for world in worlds:
         cp = _fake_group(world)
         base = cfg["seq"] or 8 * cfg["hidden"] * world
         for scope in scopes:
-            modules = {m: _build(scope, m, cfg, cp) for m in METHODS}
+            modules = {m: _build(scope, m, cfg, cp, paper=paper, world=world) for m in METHODS}
             rows = {m: measure(modules[m], cfg, base, world) for m in METHODS}
             if scope in ("attn", "model"):
                 cap = rows["ulysses"]["peak"]
@@ -166,6 +344,8 @@ def memory_figures(cfg: dict[str, Any], scopes: list[str], worlds: list[int]) ->
                     rows[m]["max_seq"] = longest(modules[m], cfg, cap, world, base)
             for m in METHODS:
                 rows[m]["seq"] = base
+                if paper and scope != "attn":
+                    rows[m]["mlp_tiles"] = mlp_tiles(cfg, world)
             out.setdefault(scope, {})[world] = rows
     if dist.is_initialized():
         dist.destroy_process_group()
@@ -263,6 +443,8 @@ def _table(figs: dict[str, Any]) -> list[dict[str, Any]]:
                     "peak/uly": ratio(r["peak"], base["peak"]),
                     "const_MiB": r["const"] / MIB,
                 }
+                if "host_offloaded" in r:
+                    row["host_offloaded_MiB"] = r["host_offloaded"] / MIB
                 if "max_seq" in r:
                     row["max_seq"] = r["max_seq"]
                     row["max_seq/uly"] = ratio(r["max_seq"], base["max_seq"])
@@ -280,6 +462,18 @@ def main() -> None:
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--seq", type=int, default=0, help="base global sequence (default 8 x hidden per rank)")
     parser.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
+    parser.add_argument(
+        "--paper-config",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="layer and model scopes as the paper benchmarks both arms: activation checkpointing, tiled MLP,"
+        " offloaded checkpoint inputs (--no-paper-config: plain layer, checkpointed model, as before)",
+    )
+    parser.add_argument(
+        "--lean-norm",
+        action="store_true",
+        help="RMSNorm in row tiles without full-size fp32 temporaries, as CUDA's fused kernel (both arms)",
+    )
     args = parser.parse_args()
     worlds = [int(w) for w in args.world.split(",")]
     for name, val in (("--hidden", args.hidden), ("--head-dim", args.head_dim), ("--heads", args.heads)):
@@ -296,10 +490,12 @@ def main() -> None:
         "seq": args.seq,
         "dtype": args.dtype,
         "layers": 4,
+        "paper_config": args.paper_config,
+        "lean_norm": args.lean_norm,
     }
     scopes = {"attn": ["attn"], "layer": ["layer", "model"], "all": ["attn", "layer", "model"]}[args.scope]
     start = time.perf_counter()
-    figs = memory_figures(cfg, scopes, worlds)
+    figs = memory_figures(cfg, scopes, worlds, paper=args.paper_config)
     mem_s = time.perf_counter() - start
     tcfg = {"seed": args.seed, "hidden": 1024, "heads": 32, "kv_heads": 8, "head_dim": 32}
     tcfg |= {"seq": 1024 if args.quick else 4096, "iters": 2 if args.quick else 4}

@@ -26,6 +26,8 @@ def check_arguments(
     shard_parameters: Any,
     activation_checkpointing: Any,
     save_distributed_checkpoint: Any,
+    tiled_mlp: Any = None,
+    offload_activations: Any = False,
 ) -> str:
     """Raise ``ValueError`` naming the first bad argument; return the sequence layout (default resolved).
 
@@ -64,6 +66,7 @@ def check_arguments(
         ("shard_parameters", shard_parameters),
         ("activation_checkpointing", activation_checkpointing),
         ("save_distributed_checkpoint", save_distributed_checkpoint),
+        ("offload_activations", offload_activations),
     ):
         if not isinstance(value, bool):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -72,4 +75,15 @@ def check_arguments(
             "save_distributed_checkpoint=True needs shard_parameters=True (replicated parameters are saved"
             " as one full file)"
         )
+    _check_memory_options(tiled_mlp, offload_activations, activation_checkpointing)
     return layout
+
+
+def _check_memory_options(tiled_mlp: Any, offload_activations: Any, activation_checkpointing: Any) -> None:
+    if tiled_mlp is not None and (not isinstance(tiled_mlp, int) or isinstance(tiled_mlp, bool) or tiled_mlp < 1):
+        raise ValueError(f"tiled_mlp must be None or a positive int (tiles per MLP call), got {tiled_mlp!r}")
+    if offload_activations and not activation_checkpointing:
+        raise ValueError(
+            "offload_activations=True offloads the inputs kept by checkpointed blocks and needs"
+            " activation_checkpointing=True"
+        )

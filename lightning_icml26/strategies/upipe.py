@@ -18,7 +18,10 @@
   ``"data_parallel"`` axis (one unit per transformer block, :mod:`lightning_icml26.strategies._fsdp`);
   gradients are reduce-scattered over that axis by FSDP and averaged over the context-parallel ranks;
 * with ``activation_checkpointing=True`` every transformer block recomputes its activations in backward
-  (:mod:`lightning_icml26.strategies._blocks`);
+  (:mod:`lightning_icml26.strategies._blocks`); with ``offload_activations=True`` the inputs the checkpointed
+  blocks keep go to host memory (``torch.autograd.graph.save_on_cpu``; saves device memory on CUDA only);
+* with ``tiled_mlp=N`` the ``mlp`` of every transformer block runs in ``N`` tiles along the sequence and keeps
+  only its input for backward (:mod:`lightning_icml26.ops.tiled_mlp`), as in the paper's benchmark;
 * checkpoints hold the full weights and optimizer state (gathered from the shards when sharded), written
   once by global rank zero, or, with ``save_distributed_checkpoint=True``, one shard per rank in
   ``torch.distributed.checkpoint`` format; both resume on another data-parallel size.
@@ -55,7 +58,7 @@ from lightning_icml26.distributed import (
 )
 from lightning_icml26.ops.attention.routing import route_attention
 from lightning_icml26.strategies._arguments import check_arguments
-from lightning_icml26.strategies._blocks import checkpoint_blocks
+from lightning_icml26.strategies._blocks import checkpoint_blocks, tile_block_mlps
 from lightning_icml26.strategies._fsdp import FullStateCheckpoints, average_over_context, shard_data_parallel
 from lightning_icml26.strategies._launcher import CleanExitMultiProcessingLauncher
 
@@ -101,12 +104,19 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
             ``torch.utils.checkpoint``); the blocks are the entries of the model's ``nn.ModuleList``.
         save_distributed_checkpoint: write checkpoints as a ``torch.distributed.checkpoint`` directory of
             shards (needs ``shard_parameters=True``) instead of one full file.
+        tiled_mlp: run each transformer block's ``mlp`` submodule in this many tiles along ``seq_dim``, keeping
+            only its input for backward (ALST-style tiled MLP); ``None``: untiled. The ``mlp`` keeps its class
+            and state-dict keys.
+        offload_activations: keep what the checkpointed blocks save (their inputs) in host memory
+            (``torch.autograd.graph.save_on_cpu``, pinned on CUDA); needs ``activation_checkpointing=True``.
+            Only useful on an accelerator: on CPU the "copy" is the tensor itself and nothing changes.
 
     Raises:
         ValueError: for an argument out of range (named in the message); at ``Trainer`` construction for a
             world size not divisible by the mesh or a backend that does not fit the accelerator; at setup
             for head counts the attention cannot split, a model with no attention to route, or (with
-            ``activation_checkpointing``) no ``nn.ModuleList`` of blocks.
+            ``activation_checkpointing`` or ``tiled_mlp``) no ``nn.ModuleList`` of blocks, or (with
+            ``tiled_mlp``) a block without an ``mlp`` submodule.
 
     Example:
         >>> strategy = UPipeStrategy(context_parallel_size=2, attention="ulysses")
@@ -136,6 +146,8 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
         shard_parameters: bool = False,
         activation_checkpointing: bool = False,
         save_distributed_checkpoint: bool = False,
+        tiled_mlp: int | None = None,
+        offload_activations: bool = False,
     ) -> None:
         super().__init__(
             data_parallel_size=1,
@@ -156,8 +168,12 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
             shard_parameters=shard_parameters,
             activation_checkpointing=activation_checkpointing,
             save_distributed_checkpoint=save_distributed_checkpoint,
+            tiled_mlp=tiled_mlp,
+            offload_activations=offload_activations,
         )
         self.activation_checkpointing = activation_checkpointing
+        self.tiled_mlp = tiled_mlp
+        self.offload_activations = offload_activations
         self.shard_parameters = shard_parameters
         self._cp_size_arg = context_parallel_size
         self._dp_size_arg = data_parallel_size
@@ -270,8 +286,10 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
             stage_heads=self.stage_heads,
             layout=self.layout,
         )
+        if self.tiled_mlp is not None:
+            tile_block_mlps(self.model, self.tiled_mlp, seq_dim=self.seq_dim)
         if self.activation_checkpointing:
-            checkpoint_blocks(self.model)
+            checkpoint_blocks(self.model, offload=self.offload_activations)
         _materialize_distributed_module(self.model, self.root_device)
         self.model = self.precision_plugin.convert_module(self.model)
         self.model_to_device()
