@@ -31,8 +31,8 @@ with ``--json`` the file is rewritten after each finished run.
     python benchmarks/r4_reward.py --quick
     python benchmarks/r4_reward.py --json benchmarks/results/r4_reward.json
     python benchmarks/r4_reward.py --full --policy-only --seeds 3
-    python benchmarks/r4_reward.py --full --policy-only --seeds 3 --envs HalfCheetah-v5 --timesteps 8000 \
-        --json benchmarks/results/r4_policy_halfcheetah.json
+    python benchmarks/r4_reward.py --full --policy-only --seeds 3 --envs HalfCheetah-v5 --timesteps 6000 \
+        --policy-rewards rmse true_reward --json benchmarks/results/r4_policy_halfcheetah.json
 """
 
 from __future__ import annotations
