@@ -24,11 +24,15 @@ Label noise: a wrong rating is a uniformly drawn different class; a wrong prefer
 Target (the paper's claim in miniature): R4's mean tau at least that of each paper baseline in every
 (budget, noise) cell. ``--full`` adds short SAC runs on Pendulum with each learned reward and the true reward
 (true episode return of the final policy, 3 seeds). HalfCheetah joins the offline grid when MuJoCo is installed
-(the ``mujoco`` extra); its policy runs are beyond a 2-core CPU's half hour and are not attempted.
+(the ``mujoco`` extra); ``--full --policy-only --envs HalfCheetah-v5`` runs the policy part there (short SAC
+runs, far from convergence on a CPU). Every policy run also scores a uniformly random policy for scale, and
+with ``--json`` the file is rewritten after each finished run.
 
     python benchmarks/r4_reward.py --quick
     python benchmarks/r4_reward.py --json benchmarks/results/r4_reward.json
     python benchmarks/r4_reward.py --full --policy-only --seeds 3
+    python benchmarks/r4_reward.py --full --policy-only --seeds 3 --envs HalfCheetah-v5 --timesteps 6000 \
+        --policy-rewards rmse true_reward --json benchmarks/results/r4_policy_halfcheetah.json
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import itertools
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import benchmark_parser, markdown_table, print_targets, target, worst, write_json
 
-from lightning_icml26._optional import is_available
+from lightning_icml26._optional import is_available, require
 from lightning_icml26.data.rl import RatingDataModule, Segments, collect_segments, state_action_box
 from lightning_icml26.modules.r4 import R4RewardModel
 from lightning_icml26.tasks import fit_reward_model, run_online
@@ -140,27 +145,75 @@ def summarise(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def policy_runs(seeds: list[int], args: Any) -> list[dict[str, Any]]:
-    """Short SAC runs on Pendulum with each learned reward (refitted online) and the true reward; true returns."""
+def random_returns(env_id: str, episodes: int, seed: int) -> list[float]:
+    """True episode returns of a uniformly random policy, on the evaluation resets of ``run_online`` (for scale)."""
+    gym = require("gymnasium", "rl", "random-policy returns")
+    env = gym.make(env_id)
+    env.action_space.seed(seed)
+    returns = []
+    for episode in range(episodes):
+        env.reset(seed=10_000 + seed * 1000 + episode)  # the reset seeds of run_online's final evaluation
+        done, total = False, 0.0
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            total += float(reward)
+            done = bool(terminated or truncated)
+        returns.append(total)
+    env.close()
+    return returns
+
+
+def summarise_policy(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and standard deviation over seeds of the final policy's true return, per (env, reward)."""
     rows = []
-    for loss in args.policy_rewards:
-        figures = []
-        for seed in seeds:
-            start = time.perf_counter()
-            out = run_online(
-                "Pendulum-v1", loss=loss, num_classes=args.num_classes, num_ratings=max(args.budgets),
-                query_schedule=tuple(range(0, args.timesteps // 2, args.timesteps // 10)),
-                total_timesteps=args.timesteps, reward_steps=args.steps // 2, learning_starts=500, eval_episodes=5,
-                num_heldout=100, seed=seed,
-            )  # fmt: skip
-            out["wall_s"] = time.perf_counter() - start
-            print(f"  policy {loss:14s} seed={seed} true return {out['true_return_mean']:.1f}", flush=True)
-            figures.append(out)
-        ret = np.array([f["true_return_mean"] for f in figures])
-        rows.append({"env": "Pendulum-v1", "reward": loss, "seeds": len(figures), "true_return": float(ret.mean()),
-                     "return_std": float(ret.std(ddof=1)) if len(ret) > 1 else 0.0, "timesteps": args.timesteps,
-                     "wall_s": float(np.mean([f["wall_s"] for f in figures]))})  # fmt: skip
+    for env_id, reward in dict.fromkeys((r["env"], r["reward"]) for r in runs):
+        mine = [r for r in runs if (r["env"], r["reward"]) == (env_id, reward)]
+        ret = np.array([r["true_return_mean"] for r in mine])
+        rows.append({"env": env_id, "reward": reward, "seeds": len(mine), "true_return": float(ret.mean()),
+                     "return_std": float(ret.std(ddof=1)) if len(ret) > 1 else 0.0,
+                     "per_seed": " / ".join(f"{v:.1f}" for v in ret), "timesteps": mine[0]["timesteps"],
+                     "wall_s": float(np.mean([r["wall_s"] for r in mine]))})  # fmt: skip
     return rows
+
+
+def policy_runs(
+    envs: list[str], seeds: list[int], args: Any, on_run: Callable[[list[dict[str, Any]]], None] | None = None
+) -> list[dict[str, Any]]:
+    """Short SAC runs with each learned reward (refitted online) and the true reward; true returns of the policy.
+
+    Per environment and seed, every reward of ``--policy-rewards`` runs in turn (seed-major, so a run stopped
+    early keeps whole seeds), then a uniformly random policy is scored on the same evaluation resets for scale.
+    The query schedule scales with ``--timesteps``: ``--queries`` queries spread over the first half of learning
+    (0, T/10, ..., 4T/10 by default); SAC's random warm-up is T/16 steps unless ``--learning-starts`` is given.
+    ``on_run`` receives the list of finished runs after each one (to write partial results).
+    """
+    runs: list[dict[str, Any]] = []
+    learning_starts = args.learning_starts if args.learning_starts is not None else args.timesteps // 16
+    schedule = tuple(range(0, args.timesteps // 2, args.timesteps // (2 * args.queries)))[: args.queries]
+    for env_id in envs:
+        for seed in seeds:
+            for loss in args.policy_rewards:
+                start = time.perf_counter()
+                out = run_online(
+                    env_id, loss=loss, num_classes=args.num_classes, num_ratings=max(args.budgets),
+                    query_schedule=schedule, total_timesteps=args.timesteps, reward_steps=args.steps // 2,
+                    learning_starts=learning_starts, eval_episodes=args.eval_episodes, num_heldout=100, seed=seed,
+                )  # fmt: skip
+                out.update(env=env_id, reward=loss, wall_s=time.perf_counter() - start, query_schedule=list(schedule),
+                           learning_starts=learning_starts)  # fmt: skip
+                runs.append(out)
+                print(f"  policy {env_id} {loss:14s} seed={seed} true return {out['true_return_mean']:.1f} "
+                      f"({out['wall_s']:.0f} s)", flush=True)  # fmt: skip
+                if on_run is not None:
+                    on_run(runs)
+            start = time.perf_counter()
+            returns = random_returns(env_id, args.eval_episodes, seed)
+            runs.append({"env": env_id, "reward": "random_policy", "seed": seed, "timesteps": 0,
+                         "true_return_mean": float(np.mean(returns)), "true_return_std": float(np.std(returns)),
+                         "wall_s": time.perf_counter() - start})  # fmt: skip
+            if on_run is not None:
+                on_run(runs)
+    return runs
 
 
 def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -187,7 +240,12 @@ def main() -> None:
     parser.add_argument("--num-classes", type=int, default=5)
     parser.add_argument("--num-heldout", type=int, default=500)
     parser.add_argument("--timesteps", type=int, default=8000, help="SAC steps per policy run (--full)")
-    parser.add_argument("--envs", nargs="*", default=None)
+    parser.add_argument("--queries", type=int, default=5, help="rating queries per policy run (--full)")
+    parser.add_argument("--learning-starts", type=int, default=None, help="SAC warm-up steps (default timesteps/16)")
+    parser.add_argument("--eval-episodes", type=int, default=5, help="true-return episodes of the final policy")
+    parser.add_argument(
+        "--envs", nargs="*", default=None, help="environments (default: Pendulum, plus HalfCheetah offline if MuJoCo)"
+    )
     parser.add_argument("--policy-only", action="store_true", help="with --full: skip the offline grid")
     parser.add_argument(
         "--policy-rewards",
@@ -199,6 +257,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.policy_only and not args.full:
         parser.error("--policy-only needs --full")
+    if args.queries < 1 or args.timesteps < 2 * args.queries:
+        parser.error(f"--queries must be >= 1 and at most timesteps/2, got {args.queries} with {args.timesteps}")
     for name in CORE:
         if name not in args.methods:
             parser.error(f"--methods must include {name!r}: the targets compare R4 with the paper's baselines")
@@ -220,12 +280,18 @@ def main() -> None:
         columns = ["env", "budget", "noise", "method", "role", "kendall_tau", "tau_std", "tau_sem", "spearman",
                    "r4-method tau", "paired sem", "r4 wins (seeds)"]  # fmt: skip
         print(markdown_table(rows, columns))
-    if args.full:
-        policy = policy_runs(seeds[: min(len(seeds), 3)], args)
-        print("\n## Short SAC runs on Pendulum-v1 with each learned reward (true episode return of the final policy)\n")
-        print(markdown_table(policy))
-        figures["policy"] = policy
     figures["targets"] = build_targets(rows)  # unmeasured (nan, not met) with --policy-only
+    if args.full:
+
+        def save(runs: list[dict[str, Any]]) -> None:  # after every finished run: a stopped job keeps its runs
+            figures.update(policy=summarise_policy(runs), policy_runs=runs)
+            write_json(args.json, "r4_reward", figures, args)
+
+        policy_envs = args.envs or ["Pendulum-v1"]
+        runs = policy_runs(policy_envs, seeds[: min(len(seeds), 3)], args, on_run=save)
+        print("\n## Short SAC runs with each learned reward (true episode return of the final policy)\n")
+        print(markdown_table(summarise_policy(runs)))
+        figures.update(policy=summarise_policy(runs), policy_runs=runs)
     print_targets(figures["targets"])
     write_json(args.json, "r4_reward", figures, args)
 

@@ -136,3 +136,23 @@ def test_halfcheetah_segments_and_wrapper() -> None:
     _, reward, _, _, info = env.step(env.action_space.sample())
     assert reward == 0.0
     assert np.isfinite(info["true_reward"])
+
+
+@requires_module("mujoco")
+@requires_module("stable_baselines3")
+@pytest.mark.slow
+def test_halfcheetah_recipe_composes_and_runs(tmp_path: Path) -> None:
+    from lightning_icml26 import _recipes
+
+    overrides = [
+        "task.total_timesteps=300", "task.query_schedule=[0,200]", "task.learning_starts=100",
+        "task.reward_steps=3", "task.eval_episodes=1", "task.num_heldout=10", "task.num_ratings=12",
+        "task.num_classes=3", "task.segment_length=20", "task.hidden=16", "task.depth=1",
+    ]  # fmt: skip
+    cfg = _recipes.compose("r4_halfcheetah", overrides, run_dir=tmp_path)
+    assert cfg.task.env_id == "HalfCheetah-v5"
+    summary = _recipes.run(cfg)
+    text = str(summary)
+    assert "HalfCheetah-v5" in text
+    assert "reward_fits" in text
+    assert (tmp_path / "reward_model.ckpt").is_file()
