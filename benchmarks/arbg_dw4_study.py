@@ -114,9 +114,13 @@ def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     size = [r for r in rows if r["model"] == "arbg" and r["grid"] == "size"]
     small = min(r["n_train"] for r in size)
     arbg_small = next(r["val_nll"] for r in size if r["n_train"] == small)
-    arbg_large = min(r["val_nll"] for r in size)
+    arbg_large = min([r["val_nll"] for r in size if not math.isnan(r["val_nll"])], default=math.nan)
     flow_small = next(r["val_nll"] for r in rows if r["model"] == "flow" and r["n_train"] == small)
-    binning = [r["val_nll"] for r in rows if r["model"] == "arbg" and r["grid"] == "bins" and r["n_train"] == small]
+    binning = [  # a binning whose range the data leave (nan) cannot be chosen
+        r["val_nll"]
+        for r in rows
+        if r["model"] == "arbg" and r["grid"] == "bins" and r["n_train"] == small and not math.isnan(r["val_nll"])
+    ]
     gap = arbg_small - flow_small
     best_bins = min([arbg_small, *binning])
     return {
