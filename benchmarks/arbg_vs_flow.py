@@ -53,6 +53,7 @@ CONFIG = {  # system: (num_bins, coord_range, hidden, layers)
     "lj13": (512, (-6.0, 6.0), 64, 3),
     "aldp": (512, (-5.0, 5.0), 64, 3),
 }
+NUM_TRAIN = {"dw4": 4000, "lj13": 4000, "aldp": 4000}  # training conformations (full runs)
 MAX_TRANSFORMS = 4
 Model = ArBG | FlowBG
 
@@ -306,10 +307,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--systems", default="dw4,lj13", help="comma-separated: dw4, lj13, aldp")
     parser.add_argument("--num-eval", type=int, default=None, help="generated samples per validation evaluation")
+    parser.add_argument(
+        "--num-train", type=int, default=None, help="training conformations (default: per system, NUM_TRAIN)"
+    )
     args: argparse.Namespace = parser.parse_args()
     if any(not t > 0 for t in args.temperatures):
         parser.error(f"--temperatures must be positive, got {args.temperatures}")
     sizes = (1000, 250, 250, 250) if args.quick else (4000, 1000, 1000, 1000)
+    if args.num_train is not None and args.num_train < 1:
+        parser.error(f"--num-train must be a positive integer, got {args.num_train}")
     if args.num_eval:
         sizes = (*sizes[:3], args.num_eval)
     args.epochs = args.epochs or (3 if args.quick else 60)
@@ -323,9 +329,10 @@ def main() -> None:
         if name not in CONFIG:
             parser.error(f"--systems entries must be among {sorted(CONFIG)}, got {name!r}")
         runs = []
+        sys_sizes = (args.num_train or (sizes[0] if args.quick else NUM_TRAIN[name]), *sizes[1:])
         for seed in range(args.seed, args.seed + n_seeds):
             t0 = time.perf_counter()
-            runs.append(run_seed(name, seed, args, sizes))
+            runs.append(run_seed(name, seed, args, sys_sizes))
             a, f = runs[-1]["arbg"], runs[-1]["flow"]
             print(
                 f"{name} seed {seed}: ArBG T={a['temperature']} E-W2 {a['e_w2']:.4g} ESS {a['ess']:.4g} "
@@ -333,19 +340,24 @@ def main() -> None:
                 f"val NLL {f['val_nll']:.4g} ({time.perf_counter() - t0:.0f} s wall)",
                 flush=True,
             )
+            # partial record after each seed, so a long run that is stopped keeps its finished seeds
+            part_rows, part_means = summarise(name, runs)
+            part = {"rows": rows + part_rows, "systems": {**systems, name: {"runs": runs, "means": part_means}}}
+            write_json(
+                args.json, "arbg_vs_flow", {**part, "targets": {**targets, **build_targets(name, part_means)}}, args
+            )
         sys_rows, means = summarise(name, runs)
         rows += sys_rows
-        systems[name] = {"runs": runs, "means": means, "config": CONFIG[name]}
+        systems[name] = {"runs": runs, "means": means, "config": CONFIG[name], "num_train": sys_sizes[0]}
         targets.update(build_targets(name, means))
-        # partial record after each system, so a long run that is stopped keeps its finished systems
         write_json(args.json, "arbg_vs_flow", {"rows": rows, "systems": systems, "targets": targets}, args)
         print(markdown_table(sys_rows), flush=True)
     budget = f"{args.epochs} epochs" if args.budget_mode == "epochs" else f"{args.budget:.0f} CPU s"
     print(
         f"\n{budget} of training per model, {n_seeds} seeds, {torch.get_num_threads()} thread(s); "
-        f"{sizes[0]} training / {sizes[1]} validation / {sizes[2]} test conformations; {sizes[3]} samples per "
-        f"validation temperature, {2 * sizes[3]} at test (e_w2_raw: before reweighting; val_nll: nats per "
-        "coordinate)\n"
+        f"{args.num_train or 'default'} training / {sizes[1]} validation / {sizes[2]} test conformations; "
+        f"{sizes[3]} samples per validation temperature, {2 * sizes[3]} at test "
+        "(e_w2_raw: before reweighting; val_nll: nats per coordinate)\n"
     )
     print(markdown_table(rows))
     print_targets(targets)
