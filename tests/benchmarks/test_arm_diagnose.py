@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
 diag = importlib.import_module("benchmarks.arm_diagnose")
@@ -19,6 +20,8 @@ _KEYS = {
     "frozen_router_recall",
     "gumbel_over_argmax_overwrites_at_init",
     "hard_choice_same_at_both_taus",
+    "balanced_recall",
+    "balanced_gap_to_full",
 }
 
 
@@ -28,6 +31,7 @@ def test_targets_read_the_last_rows_and_are_missed_when_absent() -> None:
             "full": [{"recall": 0.0}, {"recall": 0.99}],
             "arm": [{"recall": 0.0, "overwritten": 0.34, "overwritten_train": 0.69}, {"recall": 0.01}],
             "arm_frozen": [{"recall": 0.0}, {"recall": 0.86}],
+            "arm_balanced": [{"recall": 0.0}, {"recall": 0.95}],
         },
         "transplant": {"recall": 0.64},
         "hard_choice_agreement": 1.0,
@@ -41,6 +45,11 @@ def test_targets_read_the_last_rows_and_are_missed_when_absent() -> None:
     missed = diag.build_targets(figures)
     assert not missed["arm_recall"]["met"]
     assert not missed["hard_choice_same_at_both_taus"]["met"]
+    figures["runs"]["arm_balanced"][-1]["recall"] = 0.6  # learns, but 39 points below full KV
+    gap = diag.build_targets(figures)
+    assert gap["balanced_recall"]["met"]
+    assert not gap["balanced_gap_to_full"]["met"]
+    assert gap["balanced_gap_to_full"]["value"] == 0.99 - 0.6
     empty = diag.build_targets({})
     assert empty.keys() == _KEYS
     assert all(math.isnan(e["value"]) and not e["met"] for e in empty.values())
@@ -60,6 +69,27 @@ def test_hard_choice_agreement_is_one_across_taus_and_not_across_noise() -> None
         attn.generator = torch.Generator().manual_seed(seed)
         choices.append(attn.route(kh)[0].argmax(-1))
     assert (choices[0] == choices[1]).float().mean().item() < 0.9
+
+
+def test_noise_scale_schedule_falls_linearly_then_stays() -> None:
+    scales = [diag.noise_scale_at(step, 100, 0.2, 0.5) for step in (0, 25, 50, 99)]
+    assert scales == pytest.approx([1.0, 0.6, 0.2, 0.2])
+    assert diag.noise_scale_at(7, 100, 0.0, 0.0) == 0.0
+
+
+def test_balanced_kind_sets_the_slot_loss_and_the_noise() -> None:
+    args = diag._parser().parse_args(
+        ["--steps", "4", "--every", "1", "--batch", "4", "--kinds", "arm_balanced", "--slot-balance", "0.5",
+         "--noise-final", "0.0", "--noise-decay", "0.5"]
+    )  # fmt: skip
+    assert diag._model("arm_balanced", args).arm_layers()[0].slot_balance_weight == 0.5
+    assert diag._model("arm", args).arm_layers()[0].slot_balance_weight == 0.0
+    train = diag.make_recall_batch("mqar", 16, diag.SEQ, diag.PAIRS, seed=11)
+    probe = diag.make_recall_batch("mqar", 4, diag.SEQ, diag.PAIRS, seed=12)
+    model, rows = diag.train_kind("arm_balanced", args, train, probe)
+    assert [row["noise_scale"] for row in rows] == [1.0, 0.5, 0.0, 0.0]
+    assert all(row["aux_loss"] > 0 for row in rows)  # the fixed read costs nothing: this is the slot loss
+    assert model.arm_layers()[0].noise_scale == 0.0
 
 
 def test_tiny_run_writes_the_json(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -131,6 +133,7 @@ def test_fresh_slot_per_token_with_gate_one_is_full_causal_attention(write_mode:
         {"read_policy": "top_p", "top_p": 0.6, "write_mode": "every_token"},
         {"read_policy": "learned"},
         {"read_policy": "learned", "window": 0, "read_clusters": 3},
+        {"slot_balance_weight": 0.5, "noise_scale": 0.3, "balance_weight": 0.1},
     ],
 )
 def test_incremental_decode_reproduces_the_parallel_forward(cfg: dict[str, object]) -> None:
@@ -181,6 +184,8 @@ def test_training_gradients_reach_router_gate_and_policy() -> None:
         ({"read_policy": "greedy"}, "read_policy"),
         ({"write_mode": "sometimes"}, "write_mode"),
         ({"top_p": 1.5}, "top_p"),
+        ({"slot_balance_weight": -0.1}, "slot_balance_weight"),
+        ({"noise_scale": -1.0}, "noise_scale"),
     ],
 )
 def test_bad_configuration_errors(kw: dict[str, object], match: str) -> None:
@@ -222,3 +227,83 @@ def test_generator_noise_is_reproducible_and_straight_through() -> None:
     (grad_soft,) = torch.autograd.grad((soft * weights).sum(), logits)
     torch.testing.assert_close(grad_hard, grad_soft)
     assert torch.equal(hard.argmax(-1), soft.argmax(-1))
+
+
+def test_slot_balance_loss_matches_a_hand_computation() -> None:
+    attn = _layer(num_slots=8, num_clusters=2)
+    _, k, _ = _qkv(7, seed=5)
+    kh = k.transpose(1, 2)  # (B, H, T, d)
+    z = attn.route(kh)[0]
+    loss = attn.slot_balance_loss(kh, z)
+    b, h, t, _ = kh.shape
+    per_cluster = 4
+    total = 0.0
+    for i in range(b):
+        for j in range(h):
+            counts = [0.0] * 8
+            mass = [0.0] * 8
+            for s in range(t):
+                key = kh[i, j, s].tolist()
+                r1 = [sum(key[e] * float(attn.w_cluster[j, e, c].detach()) for e in range(4)) for c in range(2)]
+                r2 = [sum(key[e] * float(attn.w_slot[j, e, m].detach()) for e in range(4)) for m in range(8)]
+                p1 = [math.exp(x) / sum(math.exp(y) for y in r1) for x in r1]
+                for m in range(8):
+                    c = m // per_cluster
+                    block = r2[c * per_cluster : (c + 1) * per_cluster]
+                    mass[m] += p1[c] * math.exp(r2[m]) / sum(math.exp(y) for y in block) / t
+                counts[int(z[i, j, s].argmax())] += 1.0 / t
+            total += 8 * sum(f * p for f, p in zip(counts, mass, strict=True))
+    torch.testing.assert_close(loss, torch.tensor(total / (b * h), dtype=torch.float64))
+    # it is what the layer adds to its auxiliary loss, and it trains both routers
+    base = _layer(num_slots=8, num_clusters=2)
+    q, k, v = _qkv(7, seed=5)
+    base(q, k, v)
+    weighted = _layer(num_slots=8, num_clusters=2, slot_balance_weight=0.7)
+    out = weighted(q, k, v)
+    torch.testing.assert_close(out, base(q, k, v))
+    torch.testing.assert_close(weighted.last_aux_loss, base.last_aux_loss + 0.7 * loss)
+    keys = k.clone().requires_grad_()
+    weighted(q, keys, v)
+    weighted.last_aux_loss.backward()
+    assert keys.grad is None or keys.grad.abs().sum() == 0  # trains the routers, not the keys
+    assert weighted.w_cluster.grad is not None
+    assert weighted.w_cluster.grad.abs().sum() > 0
+    assert weighted.w_slot.grad is not None
+    assert weighted.w_slot.grad.abs().sum() > 0
+    # uniform use of every slot by every sequence reaches the minimum, 1
+    flat = _layer(num_slots=8, num_clusters=2)
+    with torch.no_grad():
+        flat.w_cluster.zero_()
+        flat.w_slot.zero_()
+    spread = F.one_hot(torch.arange(16) % 8, 8).to(torch.float64).expand(2, 2, 16, 8)
+    torch.testing.assert_close(flat.slot_balance_loss(torch.randn(2, 2, 16, 4, dtype=torch.float64), spread),
+                               torch.tensor(1.0, dtype=torch.float64))  # fmt: skip
+
+
+def test_noise_scale_sets_how_random_the_training_choice_is() -> None:
+    logits = torch.randn(300, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(300, 6, dtype=torch.float64)
+    u = torch.rand(300, 6, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+    gumbel = -torch.log(-torch.log(u))
+    for scale in (0.25, 1.0, 3.0):
+        hard = gumbel_select(logits, 0.5, True, torch.Generator().manual_seed(9), noise_scale=scale)
+        assert torch.equal(hard.argmax(-1), (logits + scale * gumbel).argmax(-1))
+        (grad_hard,) = torch.autograd.grad((hard * weights).sum(), logits)
+        soft = torch.softmax((logits + scale * gumbel) / 0.5, dim=-1)
+        (grad_soft,) = torch.autograd.grad((soft * weights).sum(), logits)
+        torch.testing.assert_close(grad_hard, grad_soft)
+    torch.manual_seed(0)
+    zero = gumbel_select(logits, 0.5, True, noise_scale=0.0)  # argmax in training, relaxation's gradient
+    assert torch.equal(zero.argmax(-1), logits.argmax(-1))
+    (grad_zero,) = torch.autograd.grad((zero * weights).sum(), logits)
+    (grad_ref,) = torch.autograd.grad((torch.softmax(logits / 0.5, dim=-1) * weights).sum(), logits)
+    torch.testing.assert_close(grad_zero, grad_ref)
+    attn = _layer(noise_scale=0.0).train()
+    _, k, _ = _qkv(9, seed=3)
+    kh = k.transpose(1, 2)
+    train_choice = attn.route(kh)[0].argmax(-1)
+    assert torch.equal(train_choice, attn.eval().route(kh)[0].argmax(-1))
+    with pytest.raises(ValueError, match="noise_scale"):
+        attn.noise_scale = -0.5
+    with pytest.raises(TypeError, match="noise_scale"):
+        attn.noise_scale = "none"  # type: ignore[assignment]

@@ -86,6 +86,17 @@ class ARMAttention(nn.Module):
         * "Slots read" counts every slot of the chosen clusters (``k_read x M / C``), occupied or not.
         * The optional load-balancing loss is the Switch-Transformer form ``C x sum_c f_c P_c`` on the cluster
           router. No positional encoding is applied here (slots carry no position).
+        * Our additions (off by default; the method note allows "an MoE-style load-balancing auxiliary loss",
+          the rest is our choice): ``slot_balance_weight`` adds the same Switch form over the ``M`` slots of the
+          two-level router, ``M x sum_m f_m P_m`` with ``f_m`` the (detached) fraction of a sequence's tokens
+          routed to slot ``m`` and ``P_m = p(cluster) p(slot | cluster)`` their mean joint routing probability,
+          taken per sequence and head (so tokens of one sequence sharing a slot are penalised) and averaged;
+          it is 1 under uniform use and grows as a sequence piles onto few slots. The keys enter it detached:
+          it trains the routers, not the keys.
+          ``noise_scale`` multiplies the training-time Gumbel noise (see
+          :func:`~lightning_icml26.ops.attention.arm_memory.gumbel_select`): ``tau`` does not change the hard
+          choice, ``noise_scale`` does, and 0 routes by argmax in training while the router keeps its
+          straight-through gradient.
         * The parallel form scans the writes token by token (O(T) small steps on the routed slot only,
           vectorised over batch and heads: the gate reads the slot's old key, so the scan is sequential), keeps
           the value written at each step, and reads through ``(T x T)`` score and weight matrices indexed by each
@@ -106,7 +117,9 @@ class ARMAttention(nn.Module):
         top_p: mass threshold of ``"top_p"``, in (0, 1].
         write_mode: ``"on_eviction"`` or ``"every_token"``.
         budget_cost: lambda of the learned policy's read cost.
-        balance_weight: weight of the load-balancing loss (0 disables it).
+        balance_weight: weight of the cluster load-balancing loss (0 disables it).
+        slot_balance_weight: weight of the slot load-balancing loss (our addition; 0 disables it).
+        noise_scale: factor >= 0 on the training-time Gumbel noise (our addition; settable; 1 is standard).
         layer_idx: layer id fed to the learned policy.
         policy_hidden: hidden width of the policy MLP.
 
@@ -142,6 +155,8 @@ class ARMAttention(nn.Module):
         balance_weight: float = 0.0,
         layer_idx: int = 0,
         policy_hidden: int = 32,
+        slot_balance_weight: float = 0.0,
+        noise_scale: float = 1.0,
     ) -> None:
         super().__init__()
         self.num_heads = _positive_int("num_heads", num_heads, 1)
@@ -168,7 +183,13 @@ class ARMAttention(nn.Module):
         self.read_policy, self.write_mode = read_policy, write_mode
         self.read_clusters, self.top_p = read_clusters, float(top_p)
         self.budget_cost, self.balance_weight, self.layer_idx = float(budget_cost), float(balance_weight), layer_idx
+        if isinstance(slot_balance_weight, bool) or not isinstance(slot_balance_weight, (int, float)):
+            raise TypeError(f"slot_balance_weight must be a number >= 0, got {slot_balance_weight!r}")
+        if not slot_balance_weight >= 0:
+            raise ValueError(f"slot_balance_weight must be >= 0, got {slot_balance_weight!r}")
+        self.slot_balance_weight = float(slot_balance_weight)
         self.tau = tau
+        self.noise_scale = noise_scale
         self.slots_per_cluster = num_slots // num_clusters
         budgets = [b for b in (2**i for i in range(read_clusters.bit_length())) if b <= read_clusters]
         self.budgets = budgets + ([read_clusters] if budgets[-1] != read_clusters else [])
@@ -200,16 +221,59 @@ class ARMAttention(nn.Module):
         self._tau = float(value)
 
     @property
+    def noise_scale(self) -> float:
+        """Factor (>= 0) on the training-time Gumbel noise of the routers (our addition; 1 is standard)."""
+        return self._noise_scale
+
+    @noise_scale.setter
+    def noise_scale(self, value: float) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"noise_scale must be a number >= 0, got {value!r}")
+        if not value >= 0:
+            raise ValueError(f"noise_scale must be >= 0, got {value!r}")
+        self._noise_scale = float(value)
+
+    @property
     def signature(self) -> tuple[int | str, ...]:
         """What a decode cache must match: heads, head dim, slots, clusters, window and write mode."""
         return (self.num_heads, self.head_dim, self.num_slots, self.num_clusters, self.window, self.write_mode)
 
     def route(self, k: Tensor) -> tuple[Tensor, Tensor]:
         """Slot one-hots ``(B, H, T, M)`` for keys ``(B, H, T, d)``, and the cluster one-hots ``(B, H, T, C)``."""
-        z1 = gumbel_select(torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster), self.tau, self.training, self.generator)
+        r1 = torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster)
+        z1 = gumbel_select(r1, self.tau, self.training, self.generator, self.noise_scale)
         r2 = torch.einsum("bhtd,hdm->bhtm", k, self.w_slot).unflatten(-1, (self.num_clusters, -1))
-        z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training, self.generator)
+        z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training, self.generator, self.noise_scale)
         return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
+
+    def slot_probs(self, k: Tensor) -> Tensor:
+        """Joint routing probabilities ``p(cluster) p(slot | cluster)`` ``(B, H, T, M)`` for keys ``(B, H, T, d)``."""
+        p1 = torch.softmax(torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster), dim=-1)
+        r2 = torch.einsum("bhtd,hdm->bhtm", k, self.w_slot).unflatten(-1, (self.num_clusters, -1))
+        return (p1.unsqueeze(-1) * torch.softmax(r2, dim=-1)).flatten(-2)
+
+    def slot_balance_loss(self, k: Tensor, z: Tensor) -> Tensor:
+        """Switch-style balance over slots, per sequence and head: ``mean_{b,h} M sum_m f_m P_m`` (our addition).
+
+        Args:
+            k: ``(B, H, T, d)`` keys that were routed.
+            z: ``(B, H, T, M)`` their one-hot slot choices (only the counts are used; no gradient through them).
+            The keys are detached too: the loss trains the two routers only.
+
+        Returns:
+            A scalar, 1 when every sequence spreads its tokens and its routing mass uniformly over the slots.
+
+        Example:
+            >>> attn = ARMAttention(num_heads=1, head_dim=4, num_slots=4, num_clusters=2, window=0)
+            >>> with torch.no_grad():
+            ...     _ = attn.w_cluster.zero_(), attn.w_slot.zero_()  # uniform routing probabilities
+            >>> k = torch.randn(1, 1, 6, 4)
+            >>> round(attn.slot_balance_loss(k, attn.route(k)[0]).item(), 6)
+            1.0
+        """
+        frac = z.detach().mean(dim=2)
+        mass = self.slot_probs(k.detach()).mean(dim=2)
+        return self.num_slots * (frac * mass).sum(-1).mean()
 
     def _balance_loss(self, k: Tensor, z1: Tensor) -> Tensor:
         probs = torch.softmax(torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster), dim=-1)
@@ -303,6 +367,8 @@ class ARMAttention(nn.Module):
         win_scores = torch.matmul(qh, kh.transpose(-1, -2)) * scale
         out, slots, cost = self._read(qh, win_scores, win_valid, vh, mem_scores, occ, read_values)
         aux = cost + (self.balance_weight * self._balance_loss(kh, z1) if self.balance_weight > 0 else 0.0)
+        if self.slot_balance_weight > 0:
+            aux = aux + self.slot_balance_weight * self.slot_balance_loss(kh, z)
         self.last_aux_loss, self.last_slots_read = aux, slots.detach().mean()
         keep = min(n, self.window)
         win_k, win_v = kh.new_zeros(b, h, self.window, d), kh.new_zeros(b, h, self.window, d)

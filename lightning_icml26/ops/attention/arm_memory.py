@@ -15,18 +15,30 @@ from torch import Tensor
 __all__ = ["gumbel_select", "masked_softmax", "rank_desc", "slot_write", "joint_read"]
 
 
-def gumbel_select(logits: Tensor, tau: float, training: bool, generator: torch.Generator | None = None) -> Tensor:
+def gumbel_select(
+    logits: Tensor,
+    tau: float,
+    training: bool,
+    generator: torch.Generator | None = None,
+    noise_scale: float = 1.0,
+) -> Tensor:
     """One-hot choice along the last dim: straight-through Gumbel-Softmax in training, argmax otherwise.
 
     In training the forward value is ``torch.nn.functional.gumbel_softmax(logits, tau, hard=True)`` (a one-hot
     vector) and the gradient is that of the soft relaxation with the same Gumbel noise. With a ``generator``
     the noise is drawn from it (same maths, reproducible across a checkpoint resume).
 
+    ``noise_scale`` (our addition, not from the paper) multiplies the Gumbel noise: the hard choice is
+    ``argmax(logits + s g)`` and the relaxation ``softmax((logits + s g) / tau)``. ``s = 1`` is the standard
+    Gumbel-Softmax; ``s = 0`` takes the argmax in training too while the relaxation still passes gradient.
+    Unlike ``tau``, it changes how random the training-time choice is.
+
     Args:
         logits: ``(..., n)`` unnormalised scores.
         tau: Gumbel-Softmax temperature, > 0.
         training: sample with noise (True) or take the argmax (False).
         generator: optional source of the Gumbel noise.
+        noise_scale: factor ``s >= 0`` on the Gumbel noise in training.
 
     Returns:
         A one-hot tensor shaped like ``logits``.
@@ -36,12 +48,16 @@ def gumbel_select(logits: Tensor, tau: float, training: bool, generator: torch.G
         >>> z.tolist()
         [[0.0, 1.0, 0.0]]
     """
-    if training and generator is None:
+    if training and generator is None and noise_scale == 1.0:
         return F.gumbel_softmax(logits, tau=tau, hard=True, dim=-1)
-    if generator is not None and training:
-        uniform = torch.rand(logits.shape, generator=generator, dtype=logits.dtype, device=generator.device)
-        noise = -torch.log(-torch.log(uniform.clamp_min(torch.finfo(logits.dtype).tiny))).to(logits.device)
-        soft = torch.softmax((logits + noise) / tau, dim=-1)
+    if training:
+        if noise_scale > 0:
+            device = logits.device if generator is None else generator.device
+            uniform = torch.rand(logits.shape, generator=generator, dtype=logits.dtype, device=device)
+            noise = -torch.log(-torch.log(uniform.clamp_min(torch.finfo(logits.dtype).tiny))).to(logits.device)
+            soft = torch.softmax((logits + noise_scale * noise) / tau, dim=-1)
+        else:
+            soft = torch.softmax(logits / tau, dim=-1)
         hard = F.one_hot(soft.argmax(-1), logits.shape[-1]).to(logits.dtype)
         return hard - soft.detach() + soft
     return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
