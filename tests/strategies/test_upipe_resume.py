@@ -1,11 +1,13 @@
-"""UPipeStrategy stop-and-resume between 2 data-parallel ranks and a 1-rank run (world size 1), both directions.
+"""UPipeStrategy stop-and-resume between 2 data-parallel ranks and a 1-rank run: full checkpoints, a plain process.
 
-Each run trains the tiny model for one epoch of 2 steps (AdamW), saves a distributed checkpoint (FSDP2-sharded
-parameters) and a full single-file checkpoint, and a run on the other world size resumes it for a second epoch.
-The reference is one uninterrupted single-process PyTorch loop over both epochs whose global batch follows the
-data-parallel size of each epoch (:func:`tests.strategies._upipe_workers.reference_run`). Tolerance 1e-5
-absolute, as in the other strategy tests; resuming adds no error of its own (fp32 weights and moments are stored
-exactly).
+Complements ``test_upipe_single_rank_resume.py`` (distributed checkpoints both ways, a full one from 1 rank to
+2): here a full single-file checkpoint written by a sharded 2-rank run resumes on 1 rank (sharded, unsharded,
+and into the distributed-checkpoint mode), a 1-rank full checkpoint resumes on 2 ranks unsharded and into the
+distributed-checkpoint mode, and a 2-rank distributed checkpoint resumes in a plain ``python`` process
+(``devices=1``, no launcher environment, no process group beforehand). Each run trains the tiny model for one
+epoch of 2 steps (AdamW) at dp x cp = 2 x 1 or 1 x 1; the reference is one uninterrupted single-process PyTorch
+loop over both epochs whose global batch follows the data-parallel size of each epoch
+(:func:`tests.strategies._upipe_workers.reference_run`). Tolerance 1e-5 absolute, as in the other strategy tests.
 """
 
 from __future__ import annotations
@@ -31,21 +33,21 @@ FULL = {**BASE, "shard_parameters": True}
 
 
 def _first(world: int, ckpt_dir: Path) -> list[dict[str, Any]]:
-    return [
-        {**DCP, "epochs": 1, "ckpt_out": str(ckpt_dir / f"dcp_{world}"), "tag": "dcp"},
-        {**FULL, "epochs": 1, "ckpt_out": str(ckpt_dir / f"full_{world}.ckpt"), "tag": "full"},
-    ]
+    runs = [{**FULL, "epochs": 1, "ckpt_out": str(ckpt_dir / f"full_{world}.ckpt"), "tag": "full"}]
+    if world == 2:  # resumed by the plain-process test
+        runs.append({**DCP, "epochs": 1, "ckpt_out": str(ckpt_dir / "dcp_2"), "tag": "dcp"})
+    return runs
 
 
 def _resume(saved_world: int, ckpt_dir: Path) -> list[dict[str, Any]]:
-    dcp, full = str(ckpt_dir / f"dcp_{saved_world}"), str(ckpt_dir / f"full_{saved_world}.ckpt")
-    return [
-        {**DCP, "epochs": 2, "ckpt_in": dcp, "tag": "dcp"},
-        {**FULL, "epochs": 2, "ckpt_in": full, "tag": "full"},
-        # a full checkpoint also resumes without sharded parameters, and into the distributed-checkpoint mode
+    full = str(ckpt_dir / f"full_{saved_world}.ckpt")
+    runs = [
         {**BASE, "epochs": 2, "ckpt_in": full, "tag": "full_unsharded"},
         {**DCP, "epochs": 2, "ckpt_in": full, "tag": "full_to_dcp"},
     ]
+    if saved_world == 2:  # 1 -> 2 with sharded parameters is in test_upipe_single_rank_resume.py
+        runs.append({**FULL, "epochs": 2, "ckpt_in": full, "tag": "full"})
+    return runs
 
 
 @pytest.fixture(scope="module")
@@ -55,17 +57,16 @@ def resume_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     first_2 = run_on_ranks(W.equivalence_worker, 2, _first(2, ckpt_dir), timeout=600)
     one = run_on_ranks(W.equivalence_worker, 1, [*_first(1, ckpt_dir), *_resume(2, ckpt_dir)], timeout=600)[0]
     then_2 = run_on_ranks(W.equivalence_worker, 2, _resume(1, ckpt_dir), timeout=600)
-    tags_first = [r["tag"] for r in _first(1, ckpt_dir)]
-    tags_resume = [r["tag"] for r in _resume(1, ckpt_dir)]
+    n_first = len(_first(1, ckpt_dir))
     return {
         "dir": ckpt_dir,
         "2to1": {
-            "first": {t: [rank[i] for rank in first_2] for i, t in enumerate(tags_first)},
-            "resumed": {t: [one[len(tags_first) + i]] for i, t in enumerate(tags_resume)},
+            "first": {r["tag"]: [rank[i] for rank in first_2] for i, r in enumerate(_first(2, ckpt_dir))},
+            "resumed": {r["tag"]: [one[n_first + i]] for i, r in enumerate(_resume(2, ckpt_dir))},
         },
         "1to2": {
-            "first": {t: [one[i]] for i, t in enumerate(tags_first)},
-            "resumed": {t: [rank[i] for rank in then_2] for i, t in enumerate(tags_resume)},
+            "first": {r["tag"]: [one[i]] for i, r in enumerate(_first(1, ckpt_dir))},
+            "resumed": {r["tag"]: [rank[i] for rank in then_2] for i, r in enumerate(_resume(1, ckpt_dir))},
         },
     }
 
@@ -89,35 +90,23 @@ def _check(first: list[dict[str, Any]], resumed: list[dict[str, Any]], dps: list
 
 @pytest.mark.distributed
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["dcp", "full", "full_unsharded", "full_to_dcp"])
-def test_two_ranks_resume_on_one_rank(resume_runs: dict[str, Any], kind: str) -> None:
+@pytest.mark.parametrize("kind", ["full", "full_unsharded", "full_to_dcp"])
+def test_two_rank_full_checkpoint_resumes_on_one_rank(resume_runs: dict[str, Any], kind: str) -> None:
     runs = resume_runs["2to1"]
-    saved = "dcp" if kind == "dcp" else "full"
-    _check(runs["first"][saved], runs["resumed"][kind], [2, 1])
-    assert runs["resumed"]["dcp"][0]["sharded"]  # FSDP2 on a 1-rank mesh
+    _check(runs["first"]["full"], runs["resumed"][kind], [2, 1])
+    assert runs["resumed"]["full"][0]["sharded"]  # FSDP2 on a 1-rank mesh
+    assert runs["resumed"]["full_to_dcp"][0]["sharded"]
     assert not runs["resumed"]["full_unsharded"][0]["sharded"]
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["dcp", "full", "full_unsharded", "full_to_dcp"])
-def test_one_rank_resumes_on_two_ranks(resume_runs: dict[str, Any], kind: str) -> None:
+@pytest.mark.parametrize("kind", ["full_unsharded", "full_to_dcp"])
+def test_one_rank_full_checkpoint_resumes_on_two_ranks(resume_runs: dict[str, Any], kind: str) -> None:
     runs = resume_runs["1to2"]
-    saved = "dcp" if kind == "dcp" else "full"
-    _check(runs["first"][saved], runs["resumed"][kind], [1, 2])
-
-
-@pytest.mark.distributed
-@pytest.mark.slow
-def test_checkpoint_formats_per_world_size(resume_runs: dict[str, Any]) -> None:
-    ckpt_dir: Path = resume_runs["dir"]
-    for world in (1, 2):
-        assert len(list((ckpt_dir / f"dcp_{world}").glob("*.distcp"))) == world  # one shard file per rank
-        assert (ckpt_dir / f"dcp_{world}" / "meta.pt").is_file()
-        assert (ckpt_dir / f"full_{world}.ckpt").is_file()
+    _check(runs["first"]["full"], runs["resumed"][kind], [1, 2])
     # the 1-rank and the 2-rank continuations differ (another global batch), so the checks can tell them apart
-    one, two = (_global_losses(resume_runs[d]["resumed"]["dcp"]) for d in ("2to1", "1to2"))
-    assert one != pytest.approx(two)
+    assert _global_losses(runs["resumed"][kind]) != pytest.approx(_global_losses(resume_runs["2to1"]["resumed"][kind]))
 
 
 _FRESH = """
@@ -142,3 +131,4 @@ def test_two_ranks_resume_in_a_plain_single_process(resume_runs: dict[str, Any],
     resumed = torch.load(out, weights_only=False)
     assert resumed["sharded"]
     _check(resume_runs["2to1"]["first"]["dcp"], [resumed], [2, 1])
+    assert len(list((resume_runs["dir"] / "dcp_2").glob("*.distcp"))) == 2  # one shard file per rank
