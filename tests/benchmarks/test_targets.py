@@ -185,8 +185,13 @@ def test_itc_fairness_complementarity_upipe_targets():
     assert math.isnan(mem["layer_peak_P2"]["value"])  # scope not run: unmeasured, missed
     assert mem["attn_peak_P4"]["met"] is False
     assert set(_builder("upipe_memory")({}, None)) == set(mem)  # the same keys whatever was run
-    e2e = _builder("upipe_e2e")([{"mem_upipe/ulysses": 0.8}, {"mem_upipe/ulysses": 0.95}])
+    hf = {"model": "hf_llama", "layers": 2, "mem_upipe/ulysses": 0.55, "tok_s_upipe/ulysses": 0.85}
+    hf["upipe_fused_layers"] = 1  # one layer fell back to the unfused path: missed
+    e2e = _builder("upipe_e2e")([hf, {"model": "upipe_attention", "mem_upipe/ulysses": 0.95}])
     assert e2e["peak_over_ulysses_max"] == {"value": 0.95, "target": "<= 1", "met": True}
+    assert e2e["hf_llama_peak_over_ulysses"] == {"value": 0.55, "target": "<= 0.6", "met": True}
+    assert e2e["hf_llama_tok_s_over_ulysses"] == {"value": 0.85, "target": ">= 0.9", "met": False}
+    assert e2e["hf_llama_fused_layers"]["met"] is False
 
 
 def test_way_se_targets():

@@ -1,4 +1,7 @@
-"""Workers for the UPipe scale tests: activation checkpointing (saved bytes) and the epoch-wise reference run."""
+"""Workers for the UPipe scale tests: activation checkpointing (saved bytes).
+
+The single-process reference of every strategy test is :func:`tests.strategies._upipe_workers.reference_run`.
+"""
 
 from __future__ import annotations
 
@@ -89,11 +92,3 @@ def checkpointing_worker(rank: int, world_size: int, kinds: list[str]) -> dict[s
             "blocks": blocks,
         }
     return results
-
-
-def reference_epochs(kind: str, opt: str, dps: list[int], batches: int = 2) -> dict[str, Any]:
-    """Single-process training over epochs whose data-parallel size (global batch) is ``dps[epoch]``.
-
-    ``batches`` steps per epoch; see :func:`tests.strategies._upipe_workers.reference_run`.
-    """
-    return W.reference_run(kind, opt, dps, steps_per_epoch=batches)

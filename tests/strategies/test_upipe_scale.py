@@ -159,7 +159,7 @@ def test_distributed_checkpoint_resumes_on_another_data_parallel_size(scale_runs
         resumed = _result(scale_runs, tag)
         assert resumed[0]["cp_size"] == 2 // dp
         assert resumed[0]["sharded"]
-        ref = S.reference_epochs("tiny", "adamw", [2, dp])
+        ref = W.reference_run("tiny", "adamw", [2, dp], steps_per_epoch=2)
         assert len(ref["losses"]) == 4
         got = _global_losses(first) + _global_losses(resumed)
         torch.testing.assert_close(torch.tensor(got), torch.tensor(ref["losses"]), atol=ATOL, rtol=0)
@@ -175,7 +175,7 @@ def test_distributed_checkpoint_resumes_on_another_data_parallel_size(scale_runs
 @pytest.mark.slow
 def test_full_checkpoint_resumes_in_distributed_checkpoint_mode(scale_runs: Any) -> None:
     assert Path(next(r["ckpt_out"] for r in scale_runs[0] if r["tag"] == "full_first")).is_file()
-    ref = S.reference_epochs("tiny", "adamw", [2, 1])
+    ref = W.reference_run("tiny", "adamw", [2, 1], steps_per_epoch=2)
     got = _global_losses(_result(scale_runs, "full_first")) + _global_losses(_result(scale_runs, "full_to_dcp"))
     torch.testing.assert_close(torch.tensor(got), torch.tensor(ref["losses"]), atol=ATOL, rtol=0)
     for rank_result in _result(scale_runs, "full_to_dcp"):
