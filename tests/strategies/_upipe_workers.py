@@ -221,6 +221,38 @@ def reference_fit(kind: str, steps: int, opt: str = "sgd", mask_prefix: int = 0,
     return reference_run(kind, opt, [dp], steps_per_epoch=steps, mask_prefix=mask_prefix)
 
 
+def global_losses(per_rank: Sequence[dict[str, Any]]) -> list[float]:
+    """The global loss of each step: the mean of the ranks' (token-reweighted) losses."""
+    return [sum(step) / len(step) for step in zip(*(r["losses"] for r in per_rank), strict=True)]
+
+
+def assert_matches(
+    losses: Sequence[float], per_rank: Sequence[dict[str, Any]], ref: dict[str, Any], atol: float
+) -> None:
+    """``losses`` equal the reference's step by step and every rank's final weights equal the reference's."""
+    torch.testing.assert_close(torch.tensor(list(losses)), torch.tensor(ref["losses"]), atol=atol, rtol=0)
+    for rank_result in per_rank:
+        for name, value in ref["state"].items():
+            torch.testing.assert_close(rank_result["state"][name], value, atol=atol, rtol=0, msg=name)
+
+
+def assert_continues(
+    first: Sequence[dict[str, Any]],
+    resumed: Sequence[dict[str, Any]],
+    dps: Sequence[int],
+    steps_per_epoch: int,
+    atol: float,
+) -> None:
+    """A run stopped after epoch 0 and resumed for epoch 1 equals one uninterrupted :func:`reference_run`.
+
+    ``first`` and ``resumed`` are the per-rank results of the two launches, ``dps`` the data-parallel size of
+    each epoch (it sets the global batch).
+    """
+    ref = reference_run("tiny", "adamw", dps, steps_per_epoch=steps_per_epoch)
+    assert len(ref["losses"]) == len(dps) * steps_per_epoch
+    assert_matches(global_losses(first) + global_losses(resumed), resumed, ref, atol)
+
+
 class DieAt(Callback):
     """Kills global rank 1 abruptly (no exception, no goodbye) at the start of training batch ``batch_idx``."""
 

@@ -61,16 +61,8 @@ def _result(scale_runs: Any, tag: str) -> list[dict[str, Any]]:
     return [rank_result[index] for rank_result in results]
 
 
-def _global_losses(per_rank: list[dict[str, Any]]) -> list[float]:
-    return [sum(step) / len(step) for step in zip(*(r["losses"] for r in per_rank), strict=True)]
-
-
 def _assert_matches(per_rank: list[dict[str, Any]], ref: dict[str, Any]) -> None:
-    got = _global_losses(per_rank)
-    torch.testing.assert_close(torch.tensor(got), torch.tensor(ref["losses"]), atol=ATOL, rtol=0)
-    for rank_result in per_rank:
-        for name, value in ref["state"].items():
-            torch.testing.assert_close(rank_result["state"][name], value, atol=ATOL, rtol=0, msg=name)
+    W.assert_matches(W.global_losses(per_rank), per_rank, ref, ATOL)
 
 
 # ---------------------------------------------------------------------------------------- activation checkpointing
@@ -159,15 +151,9 @@ def test_distributed_checkpoint_resumes_on_another_data_parallel_size(scale_runs
         resumed = _result(scale_runs, tag)
         assert resumed[0]["cp_size"] == 2 // dp
         assert resumed[0]["sharded"]
-        ref = W.reference_run("tiny", "adamw", [2, dp], steps_per_epoch=2)
-        assert len(ref["losses"]) == 4
-        got = _global_losses(first) + _global_losses(resumed)
-        torch.testing.assert_close(torch.tensor(got), torch.tensor(ref["losses"]), atol=ATOL, rtol=0)
-        for rank_result in resumed:
-            for name, value in ref["state"].items():
-                torch.testing.assert_close(rank_result["state"][name], value, atol=ATOL, rtol=0, msg=name)
+        W.assert_continues(first, resumed, [2, dp], 2, ATOL)
     # the two continuations differ (another global batch), so the check above can tell them apart
-    dp1, dp2 = (_global_losses(_result(scale_runs, tag)) for tag in ("dcp_dp1", "dcp_dp2"))
+    dp1, dp2 = (W.global_losses(_result(scale_runs, tag)) for tag in ("dcp_dp1", "dcp_dp2"))
     assert dp1 != pytest.approx(dp2)
 
 
@@ -175,12 +161,7 @@ def test_distributed_checkpoint_resumes_on_another_data_parallel_size(scale_runs
 @pytest.mark.slow
 def test_full_checkpoint_resumes_in_distributed_checkpoint_mode(scale_runs: Any) -> None:
     assert Path(next(r["ckpt_out"] for r in scale_runs[0] if r["tag"] == "full_first")).is_file()
-    ref = W.reference_run("tiny", "adamw", [2, 1], steps_per_epoch=2)
-    got = _global_losses(_result(scale_runs, "full_first")) + _global_losses(_result(scale_runs, "full_to_dcp"))
-    torch.testing.assert_close(torch.tensor(got), torch.tensor(ref["losses"]), atol=ATOL, rtol=0)
-    for rank_result in _result(scale_runs, "full_to_dcp"):
-        for name, value in ref["state"].items():
-            torch.testing.assert_close(rank_result["state"][name], value, atol=ATOL, rtol=0, msg=name)
+    W.assert_continues(_result(scale_runs, "full_first"), _result(scale_runs, "full_to_dcp"), [2, 1], 2, ATOL)
 
 
 # ---------------------------------------------------------------------------------------- 4 ranks

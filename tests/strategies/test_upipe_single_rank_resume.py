@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from tests._support.distributed import run_on_ranks
 from tests.strategies import _upipe_workers as W
@@ -68,20 +67,6 @@ def resume_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
 
 
-def _global_losses(per_rank: list[dict[str, Any]]) -> list[float]:
-    return [sum(step) / len(step) for step in zip(*(r["losses"] for r in per_rank), strict=True)]
-
-
-def _assert_continues(first: list[dict[str, Any]], resumed: list[dict[str, Any]], dps: list[int]) -> None:
-    ref = W.reference_run("tiny", "adamw", dps, steps_per_epoch=2)
-    assert len(ref["losses"]) == 4
-    got = _global_losses(first) + _global_losses(resumed)
-    torch.testing.assert_close(torch.tensor(got), torch.tensor(ref["losses"]), atol=ATOL, rtol=0)
-    for rank_result in resumed:
-        for name, value in ref["state"].items():
-            torch.testing.assert_close(rank_result["state"][name], value, atol=ATOL, rtol=0, msg=name)
-
-
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_one_rank_run_is_dp1_cp1_and_writes_one_shard(resume_runs: dict[str, Any]) -> None:
@@ -96,7 +81,7 @@ def test_one_rank_run_is_dp1_cp1_and_writes_one_shard(resume_runs: dict[str, Any
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_two_rank_checkpoint_resumes_on_one_rank(resume_runs: dict[str, Any]) -> None:
-    _assert_continues(resume_runs["two_first"], [resume_runs["one"][0]], [2, 1])
+    W.assert_continues(resume_runs["two_first"], [resume_runs["one"][0]], [2, 1], 2, ATOL)
 
 
 @pytest.mark.distributed
@@ -105,18 +90,18 @@ def test_two_rank_checkpoint_resumes_on_one_rank(resume_runs: dict[str, Any]) ->
 def test_one_rank_distributed_checkpoint_resumes_on_two_ranks(resume_runs: dict[str, Any], index: int, cp: int) -> None:
     resumed = resume_runs["two"][index]
     assert resumed[0]["cp_size"] == cp
-    _assert_continues([resume_runs["one"][1]], resumed, [1, 2 // cp])
+    W.assert_continues([resume_runs["one"][1]], resumed, [1, 2 // cp], 2, ATOL)
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_one_rank_full_checkpoint_resumes_on_two_ranks(resume_runs: dict[str, Any]) -> None:
-    _assert_continues([resume_runs["one"][2]], resume_runs["two"][2], [1, 2])
+    W.assert_continues([resume_runs["one"][2]], resume_runs["two"][2], [1, 2], 2, ATOL)
 
 
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_the_continuations_differ(resume_runs: dict[str, Any]) -> None:
     """dp=2 and dp=1 continuations see other global batches, so the comparisons above can tell them apart."""
-    dp2, dp1 = (_global_losses(resume_runs["two"][i]) for i in (0, 1))
+    dp2, dp1 = (W.global_losses(resume_runs["two"][i]) for i in (0, 1))
     assert dp2 != pytest.approx(dp1)
