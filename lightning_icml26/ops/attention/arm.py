@@ -86,12 +86,12 @@ class ARMAttention(nn.Module):
         * "Slots read" counts every slot of the chosen clusters (``k_read x M / C``), occupied or not.
         * The optional load-balancing loss is the Switch-Transformer form ``C x sum_c f_c P_c`` on the cluster
           router. No positional encoding is applied here (slots carry no position).
-        * Our additions (off by default; the method note allows "an MoE-style load-balancing auxiliary loss",
-          the rest is our choice): ``slot_balance_weight`` adds the same Switch form over the ``M`` slots of the
-          two-level router, ``M x sum_m f_m P_m`` with ``f_m`` the (detached) fraction of a sequence's tokens
-          routed to slot ``m`` and ``P_m = p(cluster) p(slot | cluster)`` their mean joint routing probability,
-          taken per sequence and head (so tokens of one sequence sharing a slot are penalised) and averaged;
-          it is 1 under uniform use and grows as a sequence piles onto few slots. The keys enter it detached:
+        * Our additions (off by default; the reconstruction already has a cluster-level MoE-style balance loss, applying
+          it per slot and the noise factor are our choice): ``slot_balance_weight`` adds the same Switch form over the
+          ``M`` slots of the two-level router, ``M x sum_m f_m P_m`` with ``f_m`` the (detached) fraction of a
+          sequence's tokens routed to slot ``m`` and ``P_m = p(cluster) p(slot | cluster)`` their mean joint routing
+          probability, taken per sequence and head (so tokens of one sequence sharing a slot are penalised) and
+          averaged; it is 1 under uniform use and grows as a sequence piles onto few slots. The keys enter it detached:
           it trains the routers, not the keys.
           ``noise_scale`` multiplies the training-time Gumbel noise (see
           :func:`~lightning_icml26.ops.attention.arm_memory.gumbel_select`): ``tau`` does not change the hard
