@@ -462,7 +462,9 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
         >>> check_shape_arguments(parser, args), shape_config(args)["head_dim"]
         ([2], 128)
     """
-    parser.add_argument("--world", default="2,4", help="context-parallel sizes (a fake group of P ranks), comma-separated")
+    parser.add_argument(
+        "--world", default="2,4", help="context-parallel sizes (a fake group of P ranks), comma-separated"
+    )
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--kv-heads", type=int, default=8)
@@ -472,7 +474,7 @@ def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_shape_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
-    """Check the flags of :func:`add_shape_arguments` (``parser.error`` on bad values); set and return ``args.worlds``."""
+    """Check the flags of :func:`add_shape_arguments` (``parser.error`` on bad values); return ``args.worlds``."""
     for name in ("hidden", "heads", "kv_heads", "head_dim"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")

@@ -30,7 +30,7 @@ from lightning_icml26.ops.attention._kernels import (
     apply_rotary_backward,
     resolve_scale,
 )
-from lightning_icml26.ops.attention.upipe import Stage, _attend, _attend_backward, _idx, _stage_plan
+from lightning_icml26.ops.attention.upipe import Stage, _attend, _attend_backward, _idx, _select_heads, _stage_plan
 
 __all__ = ["upipe_attention"]
 
@@ -69,16 +69,6 @@ def _project_heads(
         return t
     send = _seq_to_head_send(t, cp.size)
     del t
-    recv = _a2a(send, cp)
-    del send
-    return _seq_to_head_recv(recv, layout)
-
-
-def _select_heads(t: torch.Tensor, heads: torch.Tensor, cp: ContextParallelGroup, layout: str) -> torch.Tensor:
-    """``t``'s ``heads`` (sequence layout ``(B, S/P, H, D)``) exchanged to head layout; the selection is not kept."""
-    if cp.size == 1:
-        return t.index_select(2, heads)
-    send = _seq_to_head_send(t.index_select(2, heads), cp.size)
     recv = _a2a(send, cp)
     del send
     return _seq_to_head_recv(recv, layout)
