@@ -2,20 +2,20 @@
 
 The ``attn`` scope of ``benchmarks/upipe_memory.py`` (projections, RoPE, all-to-all on a ``fake`` group of ``P``
 ranks, attention kernel, autograd; ``o_proj`` left out) runs once per method on ``meta`` tensors under a tracker
-that labels every storage it counts: the source line of the project that created it (innermost frame in
-``lightning_icml26``), the phase (forward / backward), dtype and shape. At the peak the live storages are grouped by
+that labels every storage it counts with the source line of the project that created it (innermost frame in
+``lightning_icml26``) and the phase (forward / backward), and logs every allocation and release. Replaying the log
+gives the forward peak and the forward + backward peak (the benchmark's figures) and what is alive at each, by
 role:
 
-* ``x`` (layer input), ``out`` (attention output), ``dout`` (upstream gradient), ``dx`` (input gradient): the four
-  ``(batch, S/P, hidden)`` tensors that any method holds at its backward peak;
-* ``weight_grads``: left out of the benchmark's ``peak`` (it subtracts all weight gradients);
+* ``x`` (layer input), ``out`` (attention output), ``dout`` (upstream gradient), ``dx`` (input gradient);
+* ``weight_grads``: left out of the benchmark's ``peak`` (it subtracts all weight gradients, alive or not);
 * ``saved``: saved for backward (``saved_tensors_hooks``) and not one of the above;
-* everything else by source line (per-stage buffers, all-to-all buffers, accumulators, rotary temporaries).
+* everything else by source line (per-stage buffers, all-to-all buffers, accumulators).
 
-The closed form: every method holds ``x``, ``out``, ``dout`` and ``dx`` at its backward peak, ``floor = 4 B (S/P)
-H d b`` (hidden ``= H d`` here), so ``peak_upipe / peak_ulysses >= floor / peak_ulysses``. The paper's ``1 - U/H``
-accounting shrinks the head-dependent rest by ``U/H``: ``bound = (floor + (U/H) (peak_ulysses - floor)) /
-peak_ulysses``. The issue's target (``<= 0.35``) is compared with the measured ratio and with both bounds.
+:func:`closed_form` predicts both arms' peaks tensor by tensor (equal to the counted bytes; tested) and the
+bounds: the floor ``x`` + ``out`` + ``dout`` + ``dx``, which exist together at the end of any method's backward,
+the paper's ``1 - U/H`` applied to the rest of Ulysses' peak, and the floor plus the stage tensors the attention
+backward kernel needs. The targets compare the measured ratios and the floor with the issue's targets.
 
 Run: ``python benchmarks/upipe_attn_breakdown.py [--quick] [--world 2,4] [--json PATH]`` (and the model-shape flags
 of ``upipe_memory.py``).
@@ -54,7 +54,7 @@ ROLES = ("x", "out", "dout", "dx")
 
 
 def _origin() -> str:
-    """``file:line (function)`` of the innermost project frame on the stack (``autograd`` when none)."""
+    """``file:line (function)`` of the innermost project frame on the stack (``autograd engine`` when none)."""
     for frame in reversed(traceback.extract_stack()):
         if frame.filename.startswith(_PKG) and not frame.filename.endswith("memory.py"):
             return f"{Path(frame.filename).name}:{frame.lineno} ({frame.name})"
