@@ -452,16 +452,63 @@ def _table(figs: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
-    parser = benchmark_parser(__doc__.splitlines()[0])
-    parser.add_argument("--scope", choices=("attn", "layer", "all"), default="all")
-    parser.add_argument("--world", default="2,4", help="context-parallel sizes, comma-separated")
+def add_shape_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the layer-shape flags that the UPipe memory scripts share (``--world`` to ``--dtype``).
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_shape_arguments(parser)
+        >>> args = parser.parse_args(["--world", "2"])
+        >>> check_shape_arguments(parser, args), shape_config(args)["head_dim"]
+        ([2], 128)
+    """
+    parser.add_argument(
+        "--world", default="2,4", help="context-parallel sizes (a fake group of P ranks), comma-separated"
+    )
     parser.add_argument("--hidden", type=int, default=4096)
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--kv-heads", type=int, default=8)
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--seq", type=int, default=0, help="base global sequence (default 8 x hidden per rank)")
     parser.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
+
+
+def check_shape_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[int]:
+    """Check the flags of :func:`add_shape_arguments` (``parser.error`` on bad values); return ``args.worlds``."""
+    for name in ("hidden", "heads", "kv_heads", "head_dim"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.heads % args.kv_heads:
+        parser.error(f"--heads ({args.heads}) must be divisible by --kv-heads ({args.kv_heads})")
+    try:
+        worlds = [int(w) for w in args.world.split(",")]
+    except ValueError:
+        parser.error(f"--world must be comma-separated integers, got {args.world!r}")
+    if any(w < 1 or args.heads % w for w in worlds):
+        parser.error(f"every --world size must be >= 1 and divide --heads ({args.heads}), got {worlds}")
+    if args.seq < 0 or (args.seq and any(args.seq % w for w in worlds)):
+        parser.error(f"--seq={args.seq} must be 0 (default) or divisible by every --world size {worlds}")
+    args.worlds = worlds
+    return worlds
+
+
+def shape_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The layer shape of the parsed flags of :func:`add_shape_arguments`, batch 1."""
+    return {
+        "batch": 1,
+        "hidden": args.hidden,
+        "heads": args.heads,
+        "kv_heads": args.kv_heads,
+        "head_dim": args.head_dim,
+        "seq": args.seq,
+        "dtype": args.dtype,
+    }
+
+
+def main() -> None:
+    parser = benchmark_parser(__doc__.splitlines()[0])
+    parser.add_argument("--scope", choices=("attn", "layer", "all"), default="all")
+    add_shape_arguments(parser)
     parser.add_argument(
         "--paper-config",
         action=argparse.BooleanOptionalAction,
@@ -475,24 +522,8 @@ def main() -> None:
         help="RMSNorm in row tiles without full-size fp32 temporaries, as CUDA's fused kernel (both arms)",
     )
     args = parser.parse_args()
-    worlds = [int(w) for w in args.world.split(",")]
-    for name, val in (("--hidden", args.hidden), ("--head-dim", args.head_dim), ("--heads", args.heads)):
-        if val < 1:
-            parser.error(f"{name}={val} must be positive")
-    if args.seq and any(args.seq % w for w in worlds):
-        parser.error(f"--seq={args.seq} must be divisible by every --world size {worlds}")
-    cfg = {
-        "batch": 1,
-        "hidden": args.hidden,
-        "heads": args.heads,
-        "kv_heads": args.kv_heads,
-        "head_dim": args.head_dim,
-        "seq": args.seq,
-        "dtype": args.dtype,
-        "layers": 4,
-        "paper_config": args.paper_config,
-        "lean_norm": args.lean_norm,
-    }
+    worlds = check_shape_arguments(parser, args)
+    cfg = shape_config(args) | {"layers": 4, "paper_config": args.paper_config, "lean_norm": args.lean_norm}
     scopes = {"attn": ["attn"], "layer": ["layer", "model"], "all": ["attn", "layer", "model"]}[args.scope]
     start = time.perf_counter()
     figs = memory_figures(cfg, scopes, worlds, paper=args.paper_config)

@@ -35,7 +35,16 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from _common import markdown_table, print_targets, ratio, target, write_json
-from upipe_memory import DTYPES, _build, _fake_group, longest, mlp_tiles
+from upipe_memory import (
+    DTYPES,
+    _build,
+    _fake_group,
+    add_shape_arguments,
+    check_shape_arguments,
+    longest,
+    mlp_tiles,
+    shape_config,
+)
 from upipe_memory import measure as measure_tracked
 
 from lightning_icml26.distributed import ContextParallelGroup
@@ -59,33 +68,23 @@ class HostOffload:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line (see the module docstring); raises ``SystemExit`` on bad values."""
+    """The command line (see the module docstring); raises ``SystemExit`` on bad values.
+
+    The layer-shape flags (``--world``, ``--hidden``, ``--heads``, ``--kv-heads``, ``--head-dim``, ``--seq``,
+    ``--dtype``) and their checks are those of ``benchmarks/upipe_memory.py``.
+    """
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--json", type=Path, default=None, metavar="PATH")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda")
     p.add_argument("--scope", default="attn,model", help="comma-separated: attn, model")
-    p.add_argument("--world", default="2,4", help="context-parallel sizes (a fake group of P ranks), comma-separated")
-    p.add_argument("--hidden", type=int, default=4096)
-    p.add_argument("--heads", type=int, default=32)
-    p.add_argument("--kv-heads", type=int, default=8)
-    p.add_argument("--head-dim", type=int, default=128)
+    add_shape_arguments(p)
     p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--seq", type=int, default=0, help="base global sequence (default 8 x hidden per rank)")
-    p.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
     p.add_argument("--max-minutes", type=float, default=7.0, help="wall-clock cap; partial JSON after it")
     args = p.parse_args(argv)
-    for name in ("hidden", "heads", "kv_heads", "head_dim", "layers"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.heads % args.kv_heads:
-        p.error(f"--heads ({args.heads}) must be divisible by --kv-heads ({args.kv_heads})")
-    try:
-        args.worlds = [int(w) for w in args.world.split(",")]
-    except ValueError:
-        p.error(f"--world must be comma-separated integers, got {args.world!r}")
-    if any(w < 1 or args.heads % w for w in args.worlds):
-        p.error(f"every --world size must be >= 1 and divide --heads ({args.heads}), got {args.worlds}")
+    check_shape_arguments(p, args)
+    if args.layers < 1:
+        p.error(f"--layers must be >= 1, got {args.layers}")
     args.scopes = args.scope.split(",")
     if not args.scopes or any(s not in ("attn", "model") for s in args.scopes):
         p.error(f"--scope must be comma-separated names among attn, model, got {args.scope!r}")
@@ -147,15 +146,7 @@ def measure_cuda(module: nn.Module, cfg: dict[str, Any], seq: int, world: int) -
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     """``({scope: {P: {method: figures}}}, partial)``; stops at the wall-clock cap or an error (``"stopped"``)."""
     device = check_device(args.device)
-    cfg = {
-        "batch": 1,
-        "hidden": args.hidden,
-        "heads": args.heads,
-        "kv_heads": args.kv_heads,
-        "head_dim": args.head_dim,
-        "dtype": args.dtype,
-        "layers": args.layers,
-    }
+    cfg = shape_config(args) | {"layers": args.layers}
     deadline = time.monotonic() + 60 * args.max_minutes
 
     def timed(module: nn.Module, c: dict[str, Any], seq: int, world: int) -> dict[str, int]:

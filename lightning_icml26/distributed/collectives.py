@@ -22,22 +22,52 @@ def _a2a(send: torch.Tensor, cp: ContextParallelGroup) -> torch.Tensor:
     return recv
 
 
+def _seq_to_head_send(x: torch.Tensor, p: int) -> torch.Tensor:
+    """(B, S/P, H, D) -> the all-to-all send buffer (P, B, S/P, H/P, D): block j holds rank j's heads."""
+    b, s, h, d = x.shape
+    return x.reshape(b, s, p, h // p, d).permute(2, 0, 1, 3, 4).contiguous()
+
+
+def _seq_to_head_recv(recv: torch.Tensor, layout: str) -> torch.Tensor:
+    """The received (P, B, S/P, H/P, D) (block j: rank j's tokens) -> (B, S, H/P, D), sequence in global order."""
+    p, b, s, hp, d = recv.shape
+    if layout == "contiguous":
+        return recv.permute(1, 0, 2, 3, 4).reshape(b, p * s, hp, d)
+    c = s // 2
+    chunks = recv.view(p, b, 2, c, hp, d)  # rank j holds global chunks j and 2P - 1 - j
+    out = torch.empty(b, 2 * p, c, hp, d, dtype=recv.dtype, device=recv.device)
+    out[:, :p] = chunks[:, :, 0].transpose(0, 1)
+    for j in range(p):  # block by block: no flipped copy
+        out[:, 2 * p - 1 - j] = chunks[j, :, 1]
+    return out.view(b, 2 * p * c, hp, d)
+
+
 def _seq_to_head(x: torch.Tensor, cp: ContextParallelGroup, layout: str) -> torch.Tensor:
     """(B, S/P, H, D) -> (B, S, H/P, D), sequence in global order. No autograd."""
-    p = cp.size
-    if p == 1:
+    if cp.size == 1:
         return x
-    b, s, h, d = x.shape
-    send = x.reshape(b, s, p, h // p, d).permute(2, 0, 1, 3, 4).contiguous()
-    recv = _a2a(send, cp)  # (P, B, s, h/P, D): block j = rank j's tokens
+    send = _seq_to_head_send(x, cp.size)
+    recv = _a2a(send, cp)
     del send
+    return _seq_to_head_recv(recv, layout)
+
+
+def _head_to_seq_send(y: torch.Tensor, p: int, layout: str) -> torch.Tensor:
+    """(B, S, H/P, D), sequence in global order -> the send buffer (P, B, S/P, H/P, D): block j holds rank j's tokens.
+
+    A view of ``y`` (no copy) for the contiguous layout when ``y`` is contiguous and ``B = 1``.
+    """
+    b, seq, h, d = y.shape
+    s = seq // p
     if layout == "contiguous":
-        return recv.permute(1, 0, 2, 3, 4).reshape(b, p * s, h // p, d)
+        return y.reshape(b, p, s, h, d).permute(1, 0, 2, 3, 4).contiguous()
     c = s // 2
-    chunks = recv.view(p, b, 2, c, h // p, d)
-    ordered = torch.cat([chunks[:, :, 0], chunks[:, :, 1].flip(0)], dim=0)  # (2P, B, c, h/P, D) global order
-    del recv, chunks
-    return ordered.permute(1, 0, 2, 3, 4).reshape(b, 2 * p * c, h // p, d)
+    chunks = y.reshape(b, 2 * p, c, h, d).transpose(0, 1)  # global chunk k; rank j gets chunks j and 2P - 1 - j
+    send = torch.empty(p, b, 2, c, h, d, dtype=y.dtype, device=y.device)
+    send[:, :, 0] = chunks[:p]
+    for j in range(p):  # block by block: no flipped copy
+        send[j, :, 1] = chunks[2 * p - 1 - j]
+    return send.view(p, b, s, h, d)
 
 
 def _head_to_seq(y: torch.Tensor, cp: ContextParallelGroup, layout: str) -> torch.Tensor:
@@ -46,16 +76,30 @@ def _head_to_seq(y: torch.Tensor, cp: ContextParallelGroup, layout: str) -> torc
     if p == 1:
         return y
     b, seq, h, d = y.shape
-    s = seq // p
-    if layout == "contiguous":
-        send = y.reshape(b, p, s, h, d).permute(1, 0, 2, 3, 4).contiguous()
-    else:
-        c = s // 2
-        chunks = y.reshape(b, 2 * p, c, h, d).permute(1, 0, 2, 3, 4)
-        send = torch.stack([chunks[:p], chunks[p:].flip(0)], dim=2).reshape(p, b, s, h, d)
+    send = _head_to_seq_send(y, p, layout)
     recv = _a2a(send, cp)  # (P, B, s, h, D): block j = my tokens of rank j's heads
     del send
-    return recv.permute(1, 2, 0, 3, 4).reshape(b, s, p * h, d)
+    return recv.permute(1, 2, 0, 3, 4).reshape(b, seq // p, p * h, d)
+
+
+def _head_to_seq_into(
+    out: torch.Tensor, heads: torch.Tensor, y: torch.Tensor, cp: ContextParallelGroup, layout: str
+) -> None:
+    """``out.index_copy_(2, heads, _head_to_seq(y))`` without the reordered (B, S/P, H, D) copy of the result.
+
+    ``heads`` lists the ``H`` head positions of ``out`` in the order of :func:`_head_to_seq`'s result (rank-major);
+    each rank's received block is copied into its own positions.
+    """
+    p = cp.size
+    if p == 1:
+        out.index_copy_(2, heads, y)
+        return
+    h = y.shape[2]
+    send = _head_to_seq_send(y, p, layout)
+    recv = _a2a(send, cp)  # (P, B, s, h, D): block j = my tokens of rank j's heads
+    del send
+    for j in range(p):
+        out.index_copy_(2, heads[j * h : (j + 1) * h], recv[j])
 
 
 def _check_a2a_input(x: torch.Tensor, cp: ContextParallelGroup, layout: str, heads_dim_name: str, seq: int) -> None:

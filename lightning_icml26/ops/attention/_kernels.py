@@ -220,19 +220,49 @@ def _expand_rotary(t: torch.Tensor) -> torch.Tensor:
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotary embedding on ``x`` of shape ``(B, S, H, D)`` with ``cos``/``sin`` of shape ``(S, D)`` or ``(B, S, D)``.
 
+    ``x * cos + rotate_half(x) * sin``. For an even ``D`` the result is written into one new tensor (``x * cos``,
+    then ``rotate_half(x) * sin`` added half by half with ``addcmul_``), so besides the result no ``x``-sized
+    temporary exists; under autograd only ``cos`` and ``sin`` are saved, as for the plain formula.
+
     Example:
         >>> x = torch.randn(1, 3, 2, 4)
         >>> bool(torch.equal(apply_rotary(x, torch.ones(3, 4), torch.zeros(3, 4)), x))
         True
+        >>> cos, sin = torch.randn(3, 4), torch.randn(3, 4)
+        >>> torch.allclose(apply_rotary(x, cos, sin), x * cos[:, None] + rotate_half(x) * sin[:, None])
+        True
     """
     cos, sin = _expand_rotary(cos), _expand_rotary(sin)
-    return x * cos + rotate_half(x) * sin
+    d = x.shape[-1]
+    if d % 2:
+        return x * cos + rotate_half(x) * sin
+    h = d // 2
+    out = x * cos
+    out[..., :h].addcmul_(x[..., h:], sin[..., :h], value=-1)
+    out[..., h:].addcmul_(x[..., :h], sin[..., h:])
+    return out
 
 
 def apply_rotary_backward(grad: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """The gradient of :func:`apply_rotary` with respect to its input (the transposed rotation)."""
+    """The gradient of :func:`apply_rotary` with respect to its input (the transposed rotation).
+
+    ``grad * cos - rotate_half(grad * sin)``, written into one new tensor for an even ``D`` (as
+    :func:`apply_rotary`). Not differentiable itself when ``D`` is even (in-place updates; used in backward passes).
+
+    Example:
+        >>> g, cos, sin = torch.randn(1, 3, 2, 4), torch.randn(3, 4), torch.randn(3, 4)
+        >>> torch.allclose(apply_rotary_backward(g, cos, sin), g * cos[:, None] - rotate_half(g * sin[:, None]))
+        True
+    """
     cos, sin = _expand_rotary(cos), _expand_rotary(sin)
-    return grad * cos - rotate_half(grad * sin)
+    d = grad.shape[-1]
+    if d % 2:
+        return grad * cos - rotate_half(grad * sin)
+    h = d // 2
+    out = grad * cos
+    out[..., :h].addcmul_(grad[..., h:], sin[..., h:])
+    out[..., h:].addcmul_(grad[..., :h], sin[..., :h], value=-1)
+    return out
 
 
 def resolve_scale(scale: float | None, head_dim: int) -> float:

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from lightning_icml26.distributed import ContextParallelGroup
-from lightning_icml26.distributed.collectives import _head_to_seq, _seq_to_head
+from lightning_icml26.distributed.collectives import _a2a, _head_to_seq_into, _seq_to_head_recv, _seq_to_head_send
 from lightning_icml26.ops.attention._kernels import (
     acc_dtype,
     attention_backward,
@@ -94,6 +94,16 @@ def _idx(heads: list[int], device: torch.device) -> torch.Tensor:
     return torch.tensor(heads, dtype=torch.long, device=device)
 
 
+def _select_heads(t: torch.Tensor, heads: torch.Tensor, cp: ContextParallelGroup, layout: str) -> torch.Tensor:
+    """``t``'s ``heads`` (sequence layout ``(B, S/P, H, D)``) exchanged to head layout; the selection is not kept."""
+    if cp.size == 1:
+        return t.index_select(2, heads)
+    send = _seq_to_head_send(t.index_select(2, heads), cp.size)
+    recv = _a2a(send, cp)
+    del send
+    return _seq_to_head_recv(recv, layout)
+
+
 def _attend(qh: torch.Tensor, kh: torch.Tensor, vh: torch.Tensor, causal: bool, scale: float) -> Any:
     out, lse = attention_forward(qh.transpose(1, 2), kh.transpose(1, 2), vh.transpose(1, 2), causal, scale)
     return out.transpose(1, 2), lse
@@ -142,13 +152,13 @@ class _UPipeQKV(torch.autograd.Function):
             if kv_heads is not None:
                 kv_idx = _idx(kv_heads, q.device)
                 kh = vh = None
-                kh = _seq_to_head(k.index_select(2, kv_idx), cp, layout)
-                vh = _seq_to_head(v.index_select(2, kv_idx), cp, layout)
+                kh = _select_heads(k, kv_idx, cp, layout)
+                vh = _select_heads(v, kv_idx, cp, layout)
             q_idx = _idx(q_heads, q.device)
-            qh = _seq_to_head(q.index_select(2, q_idx), cp, layout)
+            qh = _select_heads(q, q_idx, cp, layout)
             oh, lse = _attend(qh, kh, vh, causal, scale)  # type: ignore[arg-type]
             del qh
-            out.index_copy_(2, q_idx, _head_to_seq(oh.contiguous(), cp, layout))
+            _head_to_seq_into(out, q_idx, oh.contiguous(), cp, layout)
             del oh
             lses.append(lse)
         del kh, vh
@@ -168,20 +178,20 @@ class _UPipeQKV(torch.autograd.Function):
                 _flush_kv(dk, dv, kv_idx, dkh, dvh, cp, layout)
                 kh = vh = dkh = dvh = None
                 kv_idx = _idx(kv_heads, q.device)
-                kh = _seq_to_head(k.index_select(2, kv_idx), cp, layout)
-                vh = _seq_to_head(v.index_select(2, kv_idx), cp, layout)
+                kh = _select_heads(k, kv_idx, cp, layout)
+                vh = _select_heads(v, kv_idx, cp, layout)
                 dkh = torch.zeros(kh.shape, dtype=acc_dtype(q.dtype), device=q.device)
                 dvh = torch.zeros(vh.shape, dtype=acc_dtype(q.dtype), device=q.device)
             q_idx = _idx(q_heads, q.device)
-            qh = _seq_to_head(q.index_select(2, q_idx), cp, layout)
-            oh = _seq_to_head(out.index_select(2, q_idx), cp, layout)
-            doh = _seq_to_head(dout.index_select(2, q_idx), cp, layout)
+            qh = _select_heads(q, q_idx, cp, layout)
+            oh = _select_heads(out, q_idx, cp, layout)
+            doh = _select_heads(dout, q_idx, cp, layout)
             dqh, dkh_s, dvh_s = _attend_backward(doh, qh, kh, vh, oh, lse, causal, scale)  # type: ignore[arg-type]
             del qh, oh, doh
             dkh.add_(dkh_s)  # type: ignore[union-attr]
             dvh.add_(dvh_s)  # type: ignore[union-attr]
             del dkh_s, dvh_s
-            dq.index_copy_(2, q_idx, _head_to_seq(dqh.contiguous(), cp, layout))
+            _head_to_seq_into(dq, q_idx, dqh.contiguous(), cp, layout)
             del dqh
         _flush_kv(dk, dv, kv_idx, dkh, dvh, cp, layout)
         return dq, dk, dv, None, None, None, None, None
@@ -198,8 +208,8 @@ def _flush_kv(
 ) -> None:
     if kv_idx is None or dkh is None or dvh is None:
         return
-    dk.index_copy_(2, kv_idx, _head_to_seq(dkh.to(dk.dtype), cp, layout))
-    dv.index_copy_(2, kv_idx, _head_to_seq(dvh.to(dv.dtype), cp, layout))
+    _head_to_seq_into(dk, kv_idx, dkh.to(dk.dtype), cp, layout)
+    _head_to_seq_into(dv, kv_idx, dvh.to(dv.dtype), cp, layout)
 
 
 def _stage_plan(

@@ -17,14 +17,20 @@ from typing import Any
 import torch
 
 from lightning_icml26.distributed import ContextParallelGroup, as_context_parallel_group, check_layout
-from lightning_icml26.distributed.collectives import _head_to_seq, _seq_to_head
+from lightning_icml26.distributed.collectives import (
+    _a2a,
+    _head_to_seq,
+    _head_to_seq_into,
+    _seq_to_head_recv,
+    _seq_to_head_send,
+)
 from lightning_icml26.ops.attention._kernels import (
     acc_dtype,
     apply_rotary,
     apply_rotary_backward,
     resolve_scale,
 )
-from lightning_icml26.ops.attention.upipe import Stage, _attend, _attend_backward, _idx, _stage_plan
+from lightning_icml26.ops.attention.upipe import Stage, _attend, _attend_backward, _idx, _select_heads, _stage_plan
 
 __all__ = ["upipe_attention"]
 
@@ -39,6 +45,33 @@ def _project(
     else:
         y = torch.addmm(b.view(-1, head_dim).index_select(0, heads).reshape(-1), x.reshape(-1, x.shape[-1]), rows.t())
     return y.view(*x.shape[:2], heads.numel(), head_dim)
+
+
+def _project_heads(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    heads: torch.Tensor,
+    head_dim: int,
+    rotary: tuple[torch.Tensor, torch.Tensor] | None,
+    cp: ContextParallelGroup,
+    layout: str,
+) -> torch.Tensor:
+    """One stage's projection (rotary embedding applied when given), exchanged to head layout ``(B, S, n/P, D)``.
+
+    Each local intermediate is released as soon as the next one exists, so the exchange holds only its send and
+    receive buffers.
+    """
+    t = _project(x, w, b, heads, head_dim)
+    if rotary is not None:
+        t = apply_rotary(t, *rotary)
+    if cp.size == 1:
+        return t
+    send = _seq_to_head_send(t, cp.size)
+    del t
+    recv = _a2a(send, cp)
+    del send
+    return _seq_to_head_recv(recv, layout)
 
 
 class _UPipeFused(torch.autograd.Function):
@@ -61,25 +94,18 @@ class _UPipeFused(torch.autograd.Function):
         out = torch.empty(b, s, num_heads, head_dim, dtype=x.dtype, device=x.device)
         lses = []
         kh = vh = None
+        rotary = None if cos is None or sin is None else (cos, sin)
         for q_heads, kv_heads in stages:
             if kv_heads is not None:
                 kh = vh = None
                 kv_idx = _idx(kv_heads, x.device)
-                k_s = _project(x, w_k, b_k, kv_idx, head_dim)
-                if cos is not None and sin is not None:
-                    k_s = apply_rotary(k_s, cos, sin)
-                kh = _seq_to_head(k_s, cp, layout)
-                del k_s
-                vh = _seq_to_head(_project(x, w_v, b_v, kv_idx, head_dim), cp, layout)
+                kh = _project_heads(x, w_k, b_k, kv_idx, head_dim, rotary, cp, layout)
+                vh = _project_heads(x, w_v, b_v, kv_idx, head_dim, None, cp, layout)
             q_idx = _idx(q_heads, x.device)
-            q_s = _project(x, w_q, b_q, q_idx, head_dim)
-            if cos is not None and sin is not None:
-                q_s = apply_rotary(q_s, cos, sin)
-            qh = _seq_to_head(q_s, cp, layout)
-            del q_s
+            qh = _project_heads(x, w_q, b_q, q_idx, head_dim, rotary, cp, layout)
             oh, lse = _attend(qh, kh, vh, causal, scale)  # type: ignore[arg-type]
             del qh
-            out.index_copy_(2, q_idx, _head_to_seq(oh.contiguous(), cp, layout))
+            _head_to_seq_into(out, q_idx, oh.contiguous(), cp, layout)
             del oh
             lses.append(lse)
         del kh, vh
@@ -93,6 +119,7 @@ class _UPipeFused(torch.autograd.Function):
         biases = {"q": b_q, "k": b_k, "v": b_v}
         cp, causal, scale, layout, stages, _, head_dim = ctx.meta
         rotary = cos is not None and sin is not None
+        tables = (cos, sin) if rotary else None
         dout = dout.contiguous()
         x2 = x.reshape(-1, x.shape[-1])
         # Accumulators are created when first written, in the input dtype: dx and the weight gradients are sums
@@ -123,6 +150,7 @@ class _UPipeFused(torch.autograd.Function):
         def flush() -> None:
             if "kv_idx" not in state:
                 return
+            del state["kh"], state["vh"]  # the group's last stage is done
             dk_local = _head_to_seq(state.pop("dkh").to(x.dtype), cp, layout)
             if rotary:
                 dk_local = apply_rotary_backward(dk_local, cos, sin)
@@ -135,22 +163,14 @@ class _UPipeFused(torch.autograd.Function):
                 flush()
                 state.clear()
                 kv_idx = _idx(kv_heads, x.device)
-                k_s = _project(x, w_k, b_k, kv_idx, head_dim)
-                if rotary:
-                    k_s = apply_rotary(k_s, cos, sin)
-                state["kh"] = _seq_to_head(k_s, cp, layout)
-                del k_s
-                state["vh"] = _seq_to_head(_project(x, w_v, b_v, kv_idx, head_dim), cp, layout)
+                state["kh"] = _project_heads(x, w_k, b_k, kv_idx, head_dim, tables, cp, layout)
+                state["vh"] = _project_heads(x, w_v, b_v, kv_idx, head_dim, None, cp, layout)
                 state["kv_idx"] = kv_idx
                 state["shared"] = i + 1 < len(stages) and stages[i + 1][1] is None
             q_idx = _idx(q_heads, x.device)
-            q_s = _project(x, w_q, b_q, q_idx, head_dim)
-            if rotary:
-                q_s = apply_rotary(q_s, cos, sin)
-            qh = _seq_to_head(q_s, cp, layout)
-            del q_s
-            oh = _seq_to_head(out.index_select(2, q_idx), cp, layout)
-            doh = _seq_to_head(dout.index_select(2, q_idx), cp, layout)
+            qh = _project_heads(x, w_q, b_q, q_idx, head_dim, tables, cp, layout)
+            oh = _select_heads(out, q_idx, cp, layout)
+            doh = _select_heads(dout, q_idx, cp, layout)
             dqh, dkh_s, dvh_s = _attend_backward(doh, qh, state["kh"], state["vh"], oh, lse, causal, scale)
             del qh, oh, doh
             _accumulate_kv(state, "dkh", dkh_s)
