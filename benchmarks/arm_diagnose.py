@@ -31,11 +31,18 @@ Besides the log it checks the diagnosis's claims and, with ``--json PATH``, writ
   over the first ``--noise-decay`` of training; both our additions, see ``ARMAttention``) learns, and comes
   within 5 points of full KV's recall.
 
+With ``--read-policy learned`` (kind ``arm_balanced``) it also prints the read: the policy's mean probability of
+each budget on the query tokens (``p_budget_b``), its mean slots read (``own_slots``), the recall the same weights
+reach when reading the top ``b`` clusters by the fixed rule (``needed_b``) and the policy's gradient norm
+(``g_policy``); ``--read-cost`` sets its cost and ``--cost-start``/``--cost-ramp`` the warm-up of
+``read_cost_at`` (our addition).
+
 The recall targets need the full-size setting (``--steps 1200``, a few hours on two shared cores with the three
 kinds); ``--quick`` (40 steps of 16) learns nothing and checks only the routing claims and the plumbing.
 
 Run: ``python benchmarks/arm_diagnose.py [--quick] [--json PATH] [--steps N] [--every K] [--kinds full,arm,arm_frozen]
-[--write-mode M] [--tau-start T] [--slot-balance W] [--noise-final S] [--noise-decay F]``.
+[--write-mode M] [--tau-start T] [--slot-balance W] [--noise-final S] [--noise-decay F] [--read-policy P]
+[--read-cost L] [--cost-start F] [--cost-ramp F]``.
 """
 
 from __future__ import annotations
@@ -176,8 +183,6 @@ def _read_detail(model: ARMDecoder, ids: torch.Tensor, labels: torch.Tensor) -> 
         handle.remove()
         mean_p = torch.cat([p.flatten(0, -2) for p in probs]).mean(0)
         row |= {f"p_budget_{b}": float(mean_p[i]) for i, b in enumerate(attn.budgets)}
-    gold = labels[:, start - 1 :]
-    scored = gold != -100
     row["own_slots"] = statistics.fmean(slots)
     try:
         attn.read_policy = "fixed"
@@ -187,7 +192,6 @@ def _read_detail(model: ARMDecoder, ids: torch.Tensor, labels: torch.Tensor) -> 
     finally:
         attn.read_policy, attn.read_clusters = policy, clusters
         model.train()
-    del scored
     return row
 
 

@@ -41,7 +41,12 @@ so its validity target is missed by design and its recall rows show nothing. The
 size: three budgets, two seeds, 128 test sequences, plus byte perplexity (300 steps of 8 chunks), several
 hours on a CPU.
 
-Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH]``.
+``--kinds a,b`` runs only those kinds (``snapkv``/``h2o`` train full KV, ``arm_top_p`` trains ``arm_fixed``);
+``--merge STORED.json`` fills every other kind (and the decode cost of kinds not rerun) from an earlier run's JSON
+and computes the targets from both; each row's ``source`` says ``rerun`` or ``stored``, and the JSON names the
+rerun kinds and the stored file. Use it only with the stored run's size and seed.
+
+Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]``.
 """
 
 from __future__ import annotations
@@ -243,6 +248,10 @@ def merge_stored(
         if row["budget"] in budgets and row["kind"] not in kinds
     }
     merged = [new.get(key) or old[key] for key in sorted(new | old, key=lambda key: EVALUATED.index(key[1]))]
+    full = {row["budget"]: row["recall"] for row in merged if row["kind"] == "full"}
+    for row in merged:
+        if row["source"] == "rerun" and row["budget"] in full:
+            row["vs_full"] = ratio(row["recall"], full[row["budget"]])
     merged_cost = [{**row, "source": "rerun"} for row in cost] + [
         {**row, "source": "stored"} for row in figures["decode_cost"] if row["kind"] not in kinds
     ]
