@@ -85,7 +85,7 @@ ARM_BUDGET_COST = 0.05  # the learned read policy's cost per share of the slots 
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0}
 # The learned read policy's cost schedule (``read_cost_at``, our addition): no cost for the first ``start`` of
 # training, then linear to the full cost over ``ramp``. Chosen on ``benchmarks/arm_diagnose.py`` (see docs/arm.md).
-ARM_LEARNED_TRAINING: dict[str, float] = {"cost_start": 0.0, "cost_ramp": 0.0}
+ARM_LEARNED_TRAINING: dict[str, float] = {"cost_start": 0.75, "cost_ramp": 0.1}
 
 
 def _attention(name: str, budget: int) -> tuple[str, dict[str, Any]]:
