@@ -140,6 +140,10 @@ class ARMAttention(nn.Module):
           :func:`~lightning_icml26.ops.attention.arm_memory.gumbel_select`): ``tau`` does not change the hard
           choice, ``noise_scale`` does, and 0 routes by argmax in training while the router keeps its
           straight-through gradient.
+          The learned policy's cost can be warmed up with :func:`read_cost_at` (set ``budget_cost`` before each
+          training step): with a constant cost the policy reads one cluster for every query before the model has
+          learned to use its memory (the cost's gradient is the only consistent one during the task's loss
+          plateau), and the model then learns with that read.
         * The parallel form scans the writes token by token (O(T) small steps on the routed slot only,
           vectorised over batch and heads: the gate reads the slot's old key, so the scan is sequential), keeps
           the value written at each step, and reads through ``(T x T)`` score and weight matrices indexed by each
@@ -159,7 +163,8 @@ class ARMAttention(nn.Module):
         read_clusters: largest number of clusters a query reads (the fixed budget); default ``num_clusters``.
         top_p: mass threshold of ``"top_p"``, in (0, 1].
         write_mode: ``"on_eviction"`` or ``"every_token"``.
-        budget_cost: lambda of the learned policy's read cost.
+        budget_cost: lambda of the learned policy's read cost (a plain attribute: a schedule such as
+            :func:`read_cost_at` may change it between steps).
         balance_weight: weight of the cluster load-balancing loss (0 disables it).
         slot_balance_weight: weight of the slot load-balancing loss (our addition; 0 disables it).
         noise_scale: factor >= 0 on the training-time Gumbel noise (our addition; settable; 1 is standard).
