@@ -4,7 +4,8 @@ One ``ARMDecoder`` architecture, the attention kind the only difference, every t
 same steps on the same batches (same seed). Kinds: full KV (upper bound), StreamingLLM (4 sinks + window),
 SnapKV- and H2O-style eviction (training-free: the full model's weights with an evicting decode cache), Gated
 Slot Attention, ARM with a fixed read (all clusters), ARM with a top-p read (the fixed model's weights, reading
-clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training, read cost 0.05).
+clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training, read cost 0.05,
+off for the first 3/4 of training: ``ARM_LEARNED_TRAINING``).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md).
 
