@@ -31,11 +31,18 @@ Besides the log it checks the diagnosis's claims and, with ``--json PATH``, writ
   over the first ``--noise-decay`` of training; both our additions, see ``ARMAttention``) learns, and comes
   within 5 points of full KV's recall.
 
+With ``--read-policy learned`` (kind ``arm_balanced``) it also prints the read: the policy's mean probability of
+each budget on the query tokens (``p_budget_b``), its mean slots read (``own_slots``), the recall the same weights
+reach when reading the top ``b`` clusters by the fixed rule (``needed_b``) and the policy's gradient norm
+(``g_policy``); ``--read-cost`` sets its cost and ``--cost-start``/``--cost-ramp`` the warm-up of
+``read_cost_at`` (our addition).
+
 The recall targets need the full-size setting (``--steps 1200``, a few hours on two shared cores with the three
 kinds); ``--quick`` (40 steps of 16) learns nothing and checks only the routing claims and the plumbing.
 
 Run: ``python benchmarks/arm_diagnose.py [--quick] [--json PATH] [--steps N] [--every K] [--kinds full,arm,arm_frozen]
-[--write-mode M] [--tau-start T] [--slot-balance W] [--noise-final S] [--noise-decay F]``.
+[--write-mode M] [--tau-start T] [--slot-balance W] [--noise-final S] [--noise-decay F] [--read-policy P]
+[--read-cost L] [--cost-start F] [--cost-ramp F]``.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ from benchmarks._common import benchmark_parser, print_targets, target, write_js
 from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import make_recall_batch
 from lightning_icml26.modules import ARMDecoder
-from lightning_icml26.ops.attention import ARMAttention
+from lightning_icml26.ops.attention import ARMAttention, read_cost_at
 from lightning_icml26.ops.attention.arm_memory import gumbel_select
 
 SEQ, PAIRS, BUDGET = 64, 8, 32
@@ -77,6 +84,7 @@ def _model(kind: str, args: argparse.Namespace) -> ARMDecoder:
         }
         if kind == "arm_balanced":
             kwargs["slot_balance_weight"] = args.slot_balance
+            kwargs["read_policy"], kwargs["budget_cost"] = args.read_policy, args.read_cost
     attention = "arm" if kind.startswith("arm") else kind
     return ARMDecoder(
         d_model=64, num_layers=1, num_heads=4, attention=attention, budget=BUDGET, attention_kwargs=kwargs
@@ -146,6 +154,45 @@ def _routing(model: ARMDecoder, ids: torch.Tensor) -> dict[str, float]:
         "occupied": (last_writer >= 0).float().sum(-1).mean().item(),
         **{f"gate_{key}": statistics.fmean(vals) for key, vals in gates.items() if vals},
     }
+
+
+@torch.no_grad()
+def _read_detail(model: ARMDecoder, ids: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    """The read: recall and slots read with the layer's own policy, and recall at each fixed budget (same weights).
+
+    ``needed_b`` is the fraction of queries answered correctly when reading the top ``b`` clusters by the fixed
+    rule; for a learned policy, ``learned_slots`` is its mean slots read per query and ``p_budget_b`` the mean
+    probability its policy gives budget ``b`` on the query tokens (eval mode, so the choice is the argmax).
+    """
+    attn = model.arm_layers()[0]
+    policy, clusters = attn.read_policy, attn.read_clusters
+    start = SEQ - 2 * PAIRS + 1
+    row: dict[str, float] = {}
+    probs: list[torch.Tensor] = []
+    if attn.policy is not None:
+        handle = attn.policy.register_forward_hook(lambda m, i, o: probs.append(torch.softmax(o, -1)))
+    model.eval()
+    logits, state = model.prefill(ids[:, :start])
+    probs.clear()  # only the decoded (query) tokens
+    outs, slots = [logits[:, -1]], []
+    for t in range(start, SEQ):
+        step, state = model.step(ids[:, t], state)
+        outs.append(step)
+        slots.append(float(attn.last_slots_read))
+    if attn.policy is not None:
+        handle.remove()
+        mean_p = torch.cat([p.flatten(0, -2) for p in probs]).mean(0)
+        row |= {f"p_budget_{b}": float(mean_p[i]) for i, b in enumerate(attn.budgets)}
+    row["own_slots"] = statistics.fmean(slots)
+    try:
+        attn.read_policy = "fixed"
+        for b in attn.budgets:
+            attn.read_clusters = b
+            row[f"needed_{b}"] = _recall(model, ids, labels)
+    finally:
+        attn.read_policy, attn.read_clusters = policy, clusters
+        model.train()
+    return row
 
 
 def _sequential(model: ARMDecoder, ids: torch.Tensor) -> torch.Tensor:
@@ -251,6 +298,19 @@ def _parser() -> argparse.ArgumentParser:
         "half of training before the Gumbel draw (less routing noise; the router keeps training)",
     )
     parser.add_argument(
+        "--read-policy", default="fixed", help="kind arm_balanced: read policy (fixed, top_p or learned)"
+    )
+    parser.add_argument(
+        "--read-cost", type=float, default=0.01, help="kind arm_balanced: budget_cost of the learned read policy"
+    )
+    parser.add_argument(
+        "--cost-start",
+        type=float,
+        default=None,
+        help="kind arm_balanced: read cost 0 for this fraction of training, then linear to --read-cost",
+    )
+    parser.add_argument("--cost-ramp", type=float, default=0.1, help="fraction of training of the cost's ramp")
+    parser.add_argument(
         "--slot-balance", type=float, default=1.0, help="kind arm_balanced: weight of the slot balance loss"
     )
     parser.add_argument(
@@ -304,6 +364,9 @@ def train_kind(
         if kind == "arm_balanced":
             for layer in model.arm_layers():
                 layer.noise_scale = noise_scale_at(step, args.steps, args.noise_final, args.noise_decay)
+        if kind == "arm_balanced" and args.cost_start is not None:
+            for layer in model.arm_layers():
+                layer.budget_cost = read_cost_at(step, args.steps, args.read_cost, args.cost_start, args.cost_ramp)
         if args.noise_end is not None:
             frac = min(1.0, step / (args.steps / 2))
             sharpen[0] = 1.0 / (1.0 + frac * (args.noise_end - 1.0))
@@ -319,6 +382,11 @@ def train_kind(
             row["recall"] = _recall(model, probe["input_ids"], probe["labels"])
             if kind != "full":
                 row |= _grad_norms(model) | _routing(model, probe["input_ids"])
+            if kind == "arm_balanced":
+                row |= _read_detail(model, probe["input_ids"], probe["labels"])
+                policy = model.arm_layers()[0].policy
+                if policy is not None:
+                    row["g_policy"] = math.sqrt(sum(float(p.grad.norm()) ** 2 for p in policy.parameters()))
             if kind == "arm_balanced":
                 attn = model.arm_layers()[0]
                 row |= {"noise_scale": attn.noise_scale, "aux_loss": aux.item()}

@@ -4,7 +4,8 @@ One ``ARMDecoder`` architecture, the attention kind the only difference, every t
 same steps on the same batches (same seed). Kinds: full KV (upper bound), StreamingLLM (4 sinks + window),
 SnapKV- and H2O-style eviction (training-free: the full model's weights with an evicting decode cache), Gated
 Slot Attention, ARM with a fixed read (all clusters), ARM with a top-p read (the fixed model's weights, reading
-clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training, read cost 0.05).
+clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training, read cost 0.05,
+off for the first 3/4 of training: ``ARM_LEARNED_TRAINING``).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md).
 
@@ -41,11 +42,17 @@ so its validity target is missed by design and its recall rows show nothing. The
 size: three budgets, two seeds, 128 test sequences, plus byte perplexity (300 steps of 8 chunks), several
 hours on a CPU.
 
-Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH]``.
+``--kinds a,b`` runs only those kinds (``snapkv``/``h2o`` train full KV, ``arm_top_p`` trains ``arm_fixed``);
+``--merge STORED.json`` fills every other kind (and the decode cost of kinds not rerun) from an earlier run's JSON
+and computes the targets from both; each row's ``source`` says ``rerun`` or ``stored``, and the JSON names the
+rerun kinds and the stored file. Use it only with the stored run's size and seed.
+
+Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
@@ -58,28 +65,36 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import load_stdlib_bytes, make_recall_batch
 from lightning_icml26.metrics.functional import kv_cache_bytes
 from lightning_icml26.modules import ARMDecoder
+from lightning_icml26.ops.attention import read_cost_at
 
 SEQ, PAIRS, TRAIN_LEN, WARMUP, LR = 512, 16, 128, 50, 3e-3
 TRAINED = ("full", "streaming", "gsa", "arm_fixed", "arm_learned")
 EVALUATED = ("full", "streaming", "snapkv", "h2o", "gsa", "arm_fixed", "arm_top_p", "arm_learned")
 BASELINES = ("streaming", "snapkv", "h2o", "gsa")
+DERIVED = {"full": ("full", "snapkv", "h2o"), "arm_fixed": ("arm_fixed", "arm_top_p")}  # evaluated from one training
+COST_KINDS = ("full", "streaming", "gsa", "arm_fixed")
 # ARM's training-time routing (both our additions to the reconstruction, see ``ARMAttention``): argmax routing in
 # training (no Gumbel noise; the router keeps its straight-through gradient) and a slot-level balance loss.
 # Chosen on ``benchmarks/arm_diagnose.py`` (64 tokens, 8 pairs, its own data), before this benchmark ran with
 # them: with the standard Gumbel noise ARM stayed at chance there and here.
+ARM_BUDGET_COST = 0.05  # the learned read policy's cost per share of the slots read
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0}
+# The learned read policy's cost schedule (``read_cost_at``, our addition): no cost for the first ``start`` of
+# training, then linear to the full cost over ``ramp``. Chosen on ``benchmarks/arm_diagnose.py`` (see docs/arm.md).
+ARM_LEARNED_TRAINING: dict[str, float] = {"cost_start": 0.75, "cost_ramp": 0.1}
 
 
 def _attention(name: str, budget: int) -> tuple[str, dict[str, Any]]:
     window = budget // 4
     if name.startswith("arm"):
         policy = {"arm_fixed": "fixed", "arm_top_p": "top_p", "arm_learned": "learned"}[name]
-        return "arm", {"window": window, "num_clusters": 4, "read_policy": policy, "budget_cost": 0.05, **ARM_ROUTING}
+        kwargs = {"window": window, "num_clusters": 4, "read_policy": policy, "budget_cost": ARM_BUDGET_COST}
+        return "arm", {**kwargs, **ARM_ROUTING}
     return name, {
         "streaming": {"sinks": 4},
         "snapkv": {"obs_window": min(16, window)},
@@ -96,6 +111,7 @@ def _model(name: str, budget: int, layers: int, seed: int) -> ARMDecoder:
 
 
 def _train(model: ARMDecoder, batches: list[dict[str, torch.Tensor]]) -> float:
+    """Train in place for ``len(batches)`` steps; the learned read policy's cost follows ``ARM_LEARNED_TRAINING``."""
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / WARMUP))
     sched = GumbelTemperatureScheduler(tau_start=1.0, tau_min=0.2, schedule="linear", total_steps=len(batches))
@@ -104,6 +120,14 @@ def _train(model: ARMDecoder, batches: list[dict[str, torch.Tensor]]) -> float:
     for step, batch in enumerate(batches):
         for layer in model.arm_layers():
             layer.tau = sched.tau_at(step)
+            if layer.read_policy == "learned":
+                layer.budget_cost = read_cost_at(
+                    step,
+                    len(batches),
+                    ARM_BUDGET_COST,
+                    ARM_LEARNED_TRAINING["cost_start"],
+                    ARM_LEARNED_TRAINING["cost_ramp"],
+                )
         logits = model(batch["input_ids"])
         loss = F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
         opt.zero_grad()
@@ -138,21 +162,25 @@ def _as_eval(trained: ARMDecoder, name: str, budget: int, layers: int) -> ARMDec
     return model
 
 
-def _mqar_run(budget: int, seed: int, steps: int, batch: int, layers: int, n_eval: int) -> dict[str, dict[str, float]]:
+def _mqar_run(
+    budget: int, seed: int, steps: int, batch: int, layers: int, n_eval: int, kinds: tuple[str, ...] = EVALUATED
+) -> dict[str, dict[str, float]]:
     train = make_recall_batch("mqar", steps * batch, TRAIN_LEN, PAIRS, seed=1000 * seed + 1)
     batches = [{k: v[i * batch : (i + 1) * batch] for k, v in train.items()} for i in range(steps)]
     test = make_recall_batch("mqar", n_eval, SEQ, PAIRS, seed=1000 * seed + 2)
     start = SEQ - 2 * PAIRS + 1  # the context ends before the first query key is given
-    derived = {"full": ("full", "snapkv", "h2o"), "arm_fixed": ("arm_fixed", "arm_top_p")}
     rows: dict[str, dict[str, float]] = {}
     for trained_name in TRAINED:
+        evaluated = [name for name in DERIVED.get(trained_name, (trained_name,)) if name in kinds]
+        if not evaluated:
+            continue
         trained = _model(trained_name, budget, layers, seed)
         seconds = _train(trained, batches)
-        for name in derived.get(trained_name, (trained_name,)):
+        for name in evaluated:
             model = _as_eval(trained, name, budget, layers)
             rows[name] = {**_decode_eval(model, test["input_ids"], test["labels"], start), "train_s": seconds}
             print(f"  seed {seed} budget {budget} {name}: recall {rows[name]['acc']:.3f}", flush=True)
-    return {name: rows[name] for name in EVALUATED}
+    return {name: rows[name] for name in EVALUATED if name in rows}
 
 
 def _text_run(budget: int, seed: int, steps: int, batch: int, layers: int, n_eval: int) -> dict[str, float]:
@@ -187,15 +215,77 @@ def _decode_cost(name: str, length: int, layers: int, steps: int = 32) -> dict[s
     return {"ms_per_token": 1000 * per_token, "kv_bytes": float(kv_cache_bytes(state.caches, 1))}
 
 
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """The comma-separated ``--kinds`` as a tuple in :data:`EVALUATED` order; ``ValueError`` for an unknown kind.
+
+    Example:
+        >>> parse_kinds("arm_learned,full")
+        ('full', 'arm_learned')
+    """
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in EVALUATED]
+    if not names or unknown:
+        raise ValueError(f"--kinds must be a comma-separated subset of {EVALUATED}, got {text!r}")
+    return tuple(name for name in EVALUATED if name in names)
+
+
+def merge_stored(
+    table: list[dict[str, Any]], cost: list[dict[str, Any]], stored: dict[str, Any], kinds: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows of this run for ``kinds``, the stored JSON's rows for every other kind; each row says its ``source``.
+
+    Example:
+        >>> old = {"figures": {"mqar": [{"budget": "1/8", "kind": "full", "recall": 1.0}], "decode_cost": []}}
+        >>> rows, _ = merge_stored([{"budget": "1/8", "kind": "arm_learned", "recall": 0.5}], [], old, ("arm_learned",))
+        >>> [(r["kind"], r["source"]) for r in rows]
+        [('full', 'stored'), ('arm_learned', 'rerun')]
+    """
+    figures = stored["figures"]
+    budgets = {row["budget"] for row in table}
+    new = {(row["budget"], row["kind"]): {**row, "source": "rerun"} for row in table}
+    old = {
+        (row["budget"], row["kind"]): {**row, "source": "stored"}
+        for row in figures["mqar"]
+        if row["budget"] in budgets and row["kind"] not in kinds
+    }
+    merged = [new.get(key) or old[key] for key in sorted(new | old, key=lambda key: EVALUATED.index(key[1]))]
+    full = {row["budget"]: row["recall"] for row in merged if row["kind"] == "full"}
+    for row in merged:
+        if row["source"] == "rerun" and row["budget"] in full:
+            row["vs_full"] = ratio(row["recall"], full[row["budget"]])
+    merged_cost = [{**row, "source": "rerun"} for row in cost] + [
+        {**row, "source": "stored"} for row in figures["decode_cost"] if row["kind"] not in kinds
+    ]
+    return merged, merged_cost
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--budget-1-8-only", action="store_true", help="only the target's KV budget, 1/8 (64 test sequences)"
     )
     parser.add_argument("--seeds", type=int, default=2, help="seeds at full size (from --seed on)")
+    parser.add_argument(
+        "--kinds",
+        default=",".join(EVALUATED),
+        help=f"comma-separated subset of {EVALUATED} to run (snapkv/h2o train full, arm_top_p trains arm_fixed)",
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        default=None,
+        help="stored JSON of an earlier run: its rows fill the kinds not in --kinds, and the targets use both",
+    )
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    try:
+        kinds = parse_kinds(args.kinds)
+    except ValueError as err:
+        parser.error(str(err))
+    stored: dict[str, Any] | None = None
+    if args.merge is not None:
+        stored = json.loads(args.merge.read_text())
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     quick = args.quick
     budgets = {"1/16": SEQ // 16, "1/8": SEQ // 8, "1/4": SEQ // 4}
@@ -205,11 +295,12 @@ def main() -> None:
     steps, batch, layers, n_eval = (100, 16, 1, 32) if quick else (1500, 32, 1, 64 if args.budget_1_8_only else 128)
     runs: dict[str, list[dict[str, dict[str, float]]]] = {}
     for label, budget in budgets.items():
-        runs[label] = [_mqar_run(budget, s, steps, batch, layers, n_eval) for s in seeds]
+        runs[label] = [_mqar_run(budget, s, steps, batch, layers, n_eval, kinds) for s in seeds]
         print(f"budget {label} done", flush=True)
     table = []
     for label, per_seed in runs.items():
-        for name in EVALUATED:
+        full = [r["full"]["acc"] for r in per_seed if "full" in r]
+        for name in kinds:
             accs = [r[name]["acc"] for r in per_seed]
             slots = [r[name]["slots"] for r in per_seed]
             table.append(
@@ -218,30 +309,33 @@ def main() -> None:
                     "kind": name,
                     "recall": statistics.fmean(accs),
                     "recall_sd": statistics.pstdev(accs),
-                    "vs_full": ratio(statistics.fmean(accs), statistics.fmean(r["full"]["acc"] for r in per_seed)),
+                    "vs_full": ratio(statistics.fmean(accs), statistics.fmean(full)) if full else float("nan"),
                     "slots_read": statistics.fmean(slots),
                     "train_s": statistics.fmean(r[name]["train_s"] for r in per_seed),
                 }
             )
-    print(markdown_table(table))
     perplexity: dict[str, float] = {}
-    if not quick and not args.budget_1_8_only:
+    if not quick and not args.budget_1_8_only and kinds == EVALUATED:
         perplexity = _text_run(SEQ // 8, args.seed, 300, 8, layers, 16)
         print(markdown_table([{"kind": k, "byte_ppl_1_8": v} for k, v in perplexity.items()]))
     cost = []
-    for name in ("full", "streaming", "gsa", "arm_fixed"):
+    for name in (k for k in COST_KINDS if k in kinds):
         for length in (512, 1024, 2048):
             cost.append({"kind": name, "context": length, **_decode_cost(name, length, layers)})
+    if stored is not None:
+        table, cost = merge_stored(table, cost, stored, kinds)
+    print(markdown_table(table))
     print(markdown_table(cost))
+    at_1_8 = {row["kind"]: row for row in table if row["budget"] == "1/8"}
 
-    def mean(name: str, key: str = "acc") -> float:
-        return statistics.fmean(r[name][key] for r in runs["1/8"])
+    def mean(name: str, key: str = "recall") -> float:
+        return float(at_1_8[name][key]) if name in at_1_8 else float("nan")
 
     def cost_ratio(name: str, key: str) -> float:
         by_len = {int(c["context"]): float(c[key]) for c in cost if c["kind"] == name}
-        return ratio(by_len[2048], by_len[512])
+        return ratio(by_len[2048], by_len[512]) if {512, 2048} <= set(by_len) else float("nan")
 
-    best_baseline = max(mean(b) for b in BASELINES)
+    best_baseline = worst([mean(b) for b in BASELINES], "max")
     targets = {
         "full_kv_recall_1_8": target(mean("full"), ">=", 0.5),  # the upper bound learned the task at all
         "arm_recall_over_streaming_1_8": target(ratio(mean("arm_fixed"), mean("streaming")), ">=", 1.5),
@@ -249,13 +343,13 @@ def main() -> None:
         "full_minus_arm_recall_1_8": target(mean("full") - mean("arm_fixed"), "<=", 0.05),
         "fixed_minus_learned_recall_1_8": target(mean("arm_fixed") - mean("arm_learned"), "<=", 0.01),
         "learned_slots_fraction_of_fixed_1_8": target(
-            ratio(mean("arm_learned", "slots"), mean("arm_fixed", "slots")), "<=", 0.5
+            ratio(mean("arm_learned", "slots_read"), mean("arm_fixed", "slots_read")), "<=", 0.5
         ),
         "arm_decode_time_ratio_2048_over_512": target(cost_ratio("arm_fixed", "ms_per_token"), "<=", 1.5),
         "arm_kv_bytes_ratio_2048_over_512": target(cost_ratio("arm_fixed", "kv_bytes"), "<=", 1.0),
         "full_kv_bytes_ratio_2048_over_512": target(cost_ratio("full", "kv_bytes"), ">=", 3.5),
     }
-    figures = {
+    figures: dict[str, Any] = {
         "config": {
             "seq_len": SEQ,
             "train_len": TRAIN_LEN,
@@ -266,12 +360,16 @@ def main() -> None:
             "lr": LR,
             "warmup": WARMUP,
             "seeds": seeds,
+            "arm_learned": {**_attention("arm_learned", SEQ // 8)[1], **ARM_LEARNED_TRAINING},
         },
         "mqar": table,
         "byte_perplexity_1_8": perplexity,
         "decode_cost": cost,
         "targets": targets,
     }
+    if stored is not None:
+        figures["rerun_kinds"] = list(kinds)
+        figures["merged_from"] = {"path": str(args.merge), "command": stored["command"], "time": stored["time"]}
     print_targets(targets)
     write_json(args.json, "arm_kv_budget", figures, args)
 

@@ -20,6 +20,7 @@ from lightning_icml26.ops.attention import (
     UPipeAttention,
     check_heads,
     dense_attention,
+    read_cost_at,
     register_hf_attention,
     ring_attention,
     route_attention,
@@ -53,6 +54,7 @@ from lightning_icml26.ops.spectrum_match import (
 __all__ = [
     "ARMAttention",
     "ARMCache",
+    "read_cost_at",
     "EvictionAttention",
     "GatedSlotAttention",
     "anchor_info_nce",

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lightning_icml26.ops.attention.arm import ARMAttention, ARMCache
+from lightning_icml26.ops.attention.arm import ARMAttention, ARMCache, read_cost_at
 from lightning_icml26.ops.attention.arm_memory import gumbel_select, slot_write
 
 
@@ -307,3 +307,78 @@ def test_noise_scale_sets_how_random_the_training_choice_is() -> None:
         attn.noise_scale = -0.5
     with pytest.raises(TypeError, match="noise_scale"):
         attn.noise_scale = "none"  # type: ignore[assignment]
+
+
+def test_learned_read_policy_gets_the_straight_through_gradient_of_the_task() -> None:
+    # Routing by argmax (noise_scale=0) draws no noise, so the generator's only draw is the policy's Gumbel noise.
+    tau = 0.6
+    attn = _layer(read_policy="learned", budget_cost=0.0, noise_scale=0.0, tau=tau).train()
+    attn.generator = torch.Generator().manual_seed(4)
+    assert attn.policy is not None
+    captured: list[torch.Tensor] = []
+
+    def keep(module: torch.nn.Module, inputs: object, output: torch.Tensor) -> None:
+        output.retain_grad()
+        captured.append(output)
+
+    attn.policy.register_forward_hook(keep)
+    q, k, v = _qkv(12, seed=6)
+    weights = torch.randn(q.shape, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    out = attn(q, k, v)
+    (out * weights).sum().backward()
+    (logits,) = captured
+    assert logits.grad is not None
+    # reference: the read at each budget, by the fixed rule with the same weights (argmax routing = eval mode)
+    reads = []
+    for budget in attn.budgets:
+        fixed = _layer(read_policy="fixed", read_clusters=budget, noise_scale=0.0, tau=tau)
+        fixed.load_state_dict(attn.state_dict(), strict=False)
+        reads.append(fixed(q, k, v).transpose(1, 2).detach())  # (B, H, T, d) like the logits' leading dims
+    u = torch.rand(logits.shape, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    soft = torch.softmax((logits.detach() - torch.log(-torch.log(u))) / tau, dim=-1)
+    chosen = soft.argmax(-1)
+    expected = torch.stack(reads, dim=-2).gather(-2, chosen[..., None, None].expand(*chosen.shape, 1, 4))[..., 0, :]
+    torch.testing.assert_close(out.transpose(1, 2), expected)  # the forward is the chosen budget's read
+    # d loss / d logit_j = soft_j (a_j - sum_i soft_i a_i) / tau with a_i = <dL/d out, read at budget i>
+    a = torch.stack([(r * weights.transpose(1, 2)).sum(-1) for r in reads], dim=-1)
+    ref = soft * (a - (soft * a).sum(-1, keepdim=True)) / tau
+    torch.testing.assert_close(logits.grad, ref)
+    assert ref.abs().sum() > 0
+    # and it reaches the policy MLP's first layer (the task gradient alone: the read cost is 0 here)
+    first = attn.policy[0]
+    assert isinstance(first, torch.nn.Linear)
+    assert first.weight.grad is not None
+    assert first.weight.grad.abs().sum() > 0
+
+
+def test_learned_read_cost_is_the_expected_share_of_slots_read() -> None:
+    attn = _layer(read_policy="learned", budget_cost=0.3, noise_scale=0.0).train()
+    attn.generator = torch.Generator().manual_seed(1)
+    assert attn.policy is not None
+    captured: list[torch.Tensor] = []
+    attn.policy.register_forward_hook(lambda module, inputs, output: captured.append(output))
+    q, k, v = _qkv(9, seed=3)
+    attn(q, k, v)
+    probs = torch.softmax(captured[0], dim=-1)
+    sizes = [b * 2 for b in attn.budgets]  # 2 slots per cluster
+    hand = 0.3 * sum(probs[..., i] * s for i, s in enumerate(sizes)).mean() / 8
+    torch.testing.assert_close(attn.last_aux_loss, hand)
+
+
+def test_read_cost_warmup_schedule() -> None:
+    # hand-written: 0 before 30 % of 200 steps (step 60), linear to 0.08 over the next 20 % (steps 60-100), then flat
+    expected = {0: 0.0, 59: 0.0, 60: 0.0, 70: 0.02, 80: 0.04, 99: 0.078, 100: 0.08, 150: 0.08, 199: 0.08}
+    for step, cost in expected.items():
+        assert read_cost_at(step, 200, 0.08, start=0.3, ramp=0.2) == pytest.approx(cost), step
+    assert [read_cost_at(s, 10, 0.5, start=0.5) for s in (4, 5, 9)] == [0.0, 0.5, 0.5]  # step at start, no ramp
+    assert all(read_cost_at(s, 10, 0.5) == 0.5 for s in range(10))  # default: the constant cost
+    for kw, match in (
+        ({"step": -1}, "step"),
+        ({"total_steps": 0}, "total_steps"),
+        ({"budget_cost": -0.1}, "budget_cost"),
+        ({"start": 1.5}, "start"),
+        ({"ramp": -0.2}, "ramp"),
+    ):
+        args: dict[str, object] = {"step": 1, "total_steps": 10, "budget_cost": 0.1} | kw
+        with pytest.raises(ValueError, match=match):
+            read_cost_at(**args)  # type: ignore[arg-type]

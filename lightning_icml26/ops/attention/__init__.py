@@ -8,7 +8,13 @@ Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have
 from __future__ import annotations
 
 from lightning_icml26.ops.attention._kernels import apply_rotary
-from lightning_icml26.ops.attention.arm import ARM_READ_POLICIES, ARM_WRITE_MODES, ARMAttention, ARMCache
+from lightning_icml26.ops.attention.arm import (
+    ARM_READ_POLICIES,
+    ARM_WRITE_MODES,
+    ARMAttention,
+    ARMCache,
+    read_cost_at,
+)
 from lightning_icml26.ops.attention.block_sparse import topk_block_attention
 from lightning_icml26.ops.attention.decode_check import check_decode_step
 from lightning_icml26.ops.attention.dense import dense_attention
@@ -50,6 +56,7 @@ __all__ = [
     "ARM_WRITE_MODES",
     "ARMAttention",
     "ARMCache",
+    "read_cost_at",
     "ATTENTION_BACKENDS",
     "ATTENTION_CHOICES",
     "check_decode_step",

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from lightning_icml26.ops.attention.arm_memory import gumbel_select, joint_read, masked_softmax, rank_desc, slot_write
 from lightning_icml26.ops.attention.decode_check import check_decode_step
 
-__all__ = ["ARM_READ_POLICIES", "ARM_WRITE_MODES", "ARMAttention", "ARMCache"]
+__all__ = ["ARM_READ_POLICIES", "ARM_WRITE_MODES", "ARMAttention", "ARMCache", "read_cost_at"]
 
 ARM_READ_POLICIES = ("fixed", "top_p", "learned")
 ARM_WRITE_MODES = ("every_token", "on_eviction")
@@ -54,6 +54,49 @@ class ARMCache:
     def batch_size(self) -> int:
         """Sequences held."""
         return self.mem_k.shape[0]
+
+
+def read_cost_at(step: int, total_steps: int, budget_cost: float, start: float = 0.0, ramp: float = 0.0) -> float:
+    """Read cost of the learned read policy at a training step, with an optional warm-up (our addition).
+
+    The cost is 0 for the first ``start`` fraction of training, then grows linearly to ``budget_cost`` over the
+    next ``ramp`` fraction and stays there: ``budget_cost x clamp((step / total_steps - start) / ramp, 0, 1)``
+    (a step function at ``start`` when ``ramp`` is 0). ``start=0, ramp=0`` (the default) is the constant cost of
+    the reconstruction. Set it on every ARM layer before each training step (``layer.budget_cost = ...``).
+
+    Why: on MQAR the task's loss stays on a plateau for most of training, so reading more clusters earns nothing
+    yet while the cost always pushes towards the smallest budget; with Adam this small but consistent gradient
+    moves the policy at the full learning rate and it reads one cluster for every query long before the model
+    can use its memory (see docs/arm.md). Without cost, the policy is trained by the task alone until ``start``.
+
+    Args:
+        step: training step, >= 0.
+        total_steps: steps of the whole run, >= 1.
+        budget_cost: the cost once warmed up (``ARMAttention``'s ``budget_cost``), >= 0.
+        start: fraction of training without cost, in [0, 1].
+        ramp: fraction of training over which the cost grows to ``budget_cost``, in [0, 1].
+
+    Returns:
+        The cost for this step.
+
+    Example:
+        >>> [round(read_cost_at(s, 100, 0.05, start=0.5, ramp=0.2), 4) for s in (0, 50, 60, 70, 99)]
+        [0.0, 0.0, 0.025, 0.05, 0.05]
+        >>> read_cost_at(10, 100, 0.05)
+        0.05
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be an integer >= 0, got {step!r}")
+    _positive_int("total_steps", total_steps, 1)
+    if not budget_cost >= 0:
+        raise ValueError(f"budget_cost must be >= 0, got {budget_cost!r}")
+    for name, value in (("start", start), ("ramp", ramp)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    frac = step / total_steps - start
+    if frac < 0:
+        return 0.0
+    return float(budget_cost) * (1.0 if ramp == 0 else min(1.0, frac / ramp))
 
 
 def _positive_int(name: str, value: object, minimum: int) -> int:
@@ -97,6 +140,10 @@ class ARMAttention(nn.Module):
           :func:`~lightning_icml26.ops.attention.arm_memory.gumbel_select`): ``tau`` does not change the hard
           choice, ``noise_scale`` does, and 0 routes by argmax in training while the router keeps its
           straight-through gradient.
+          The learned policy's cost can be warmed up with :func:`read_cost_at` (set ``budget_cost`` before each
+          training step): with a constant cost the policy reads one cluster for every query before the model has
+          learned to use its memory (the cost's gradient is the only consistent one during the task's loss
+          plateau), and the model then learns with that read.
         * The parallel form scans the writes token by token (O(T) small steps on the routed slot only,
           vectorised over batch and heads: the gate reads the slot's old key, so the scan is sequential), keeps
           the value written at each step, and reads through ``(T x T)`` score and weight matrices indexed by each
@@ -116,7 +163,8 @@ class ARMAttention(nn.Module):
         read_clusters: largest number of clusters a query reads (the fixed budget); default ``num_clusters``.
         top_p: mass threshold of ``"top_p"``, in (0, 1].
         write_mode: ``"on_eviction"`` or ``"every_token"``.
-        budget_cost: lambda of the learned policy's read cost.
+        budget_cost: lambda of the learned policy's read cost (a plain attribute: a schedule such as
+            :func:`read_cost_at` may change it between steps).
         balance_weight: weight of the cluster load-balancing loss (0 disables it).
         slot_balance_weight: weight of the slot load-balancing loss (our addition; 0 disables it).
         noise_scale: factor >= 0 on the training-time Gumbel noise (our addition; settable; 1 is standard).
