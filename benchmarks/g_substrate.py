@@ -37,6 +37,9 @@ and not below isolated on any task (worst per-task difference >= 0), both as mea
 
 from __future__ import annotations
 
+import argparse
+import fcntl
+import json
 import math
 import random
 import statistics
@@ -44,7 +47,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +91,7 @@ class Size:
     lr: float
     split_isolated: bool  # isolated models share the step budget (True) or each get all of it (False)
     width: int = 64  # byte Llama only
+    num_layers: int = 2  # byte Llama only
     new_tokens_qa: int = 12
     new_tokens_extraction: int = 280
     max_length: int = 2048  # training samples longer than this raise (none at these graph sizes)
@@ -122,7 +126,9 @@ def model_factory(size: Size) -> ModelFactory:
         return make_smollm2
 
     def make_byte_llama(seed: int) -> tuple[nn.Module, Any, Mapping[str, Any] | None]:
-        model = tiny_byte_llama(seed=seed, hidden_size=size.width, num_layers=2, num_heads=4, max_positions=4096)
+        model = tiny_byte_llama(
+            seed=seed, hidden_size=size.width, num_layers=size.num_layers, num_heads=4, max_positions=4096
+        )
         return model, ByteTokenizer(), None
 
     return make_byte_llama
@@ -186,6 +192,7 @@ def train(
     steps: int,
     size: Size,
     seed: int,
+    callbacks: tuple[Callback, ...] = (),
 ) -> tuple[SubstrateSFTModule, dict[str, float]]:
     """Train a fresh model for exactly ``steps`` optimizer steps of ``size.batch`` samples; return it and its counts."""
     batch, lr = size.batch, size.lr
@@ -206,7 +213,7 @@ def train(
         trainer = Trainer(
             max_steps=steps, max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
             enable_model_summary=False, accelerator="cpu", limit_val_batches=0, gradient_clip_val=1.0,
-            callbacks=[counter],
+            callbacks=[counter, *callbacks],
         )  # fmt: skip
         trainer.fit(module, dm)
     if trainer.global_step != steps:
@@ -231,6 +238,106 @@ def score(module: SubstrateSFTModule, tasks: list[GraphTask], size: Size) -> dic
 
 
 COUNTS = ("steps", "samples", "tokens", "answer_tokens")
+
+TEST_SEED = 10_000
+"""Seed of the held-out test samples (:func:`held_out`): the benchmark's scores, never used to choose anything."""
+VALIDATION_SEED = 20_000
+"""Seed of the validation samples, drawn like the test samples but different: the sizing study scores on these."""
+BUDGET_MIN = 45.0
+"""Wall-clock budget of the full three-arm run with three seeds, in minutes, that the sizing rule allows."""
+ABOVE_CHANCE = 0.10
+"""Margin over the majority-answer rate that counts as clearly above chance on a QA task."""
+
+
+def validation_set(n_per_task: int) -> list[GraphTask]:
+    """Generated validation samples: as :func:`held_out`'s generated ones, from ``VALIDATION_SEED``."""
+    return held_out(n_per_task, seed=VALIDATION_SEED)[0]
+
+
+def chance(tasks: list[GraphTask]) -> dict[str, float]:
+    """Majority-answer rate per QA task: the exact match of always giving that task's most frequent target."""
+    out = {}
+    for name in QA_TASKS:
+        targets = [t.target.strip().lower() for t in tasks if t.task == name]
+        out[name] = max(targets.count(x) for x in set(targets)) / len(targets)
+    return out
+
+
+class Curve(Callback):
+    """Scores the model on ``tasks`` at the given optimizer steps; training time excludes the scoring."""
+
+    def __init__(self, points: list[int], tasks: list[GraphTask], size: Size) -> None:
+        self.points, self.tasks, self.size = set(points), tasks, size
+        self.records: list[dict[str, float]] = []
+        self.eval_s = 0.0
+        self.start = time.time()
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        step = trainer.global_step
+        if step not in self.points:
+            return
+        train_s = time.time() - self.start - self.eval_s
+        t0 = time.time()
+        scores = score(pl_module, self.tasks, self.size)
+        pl_module.model.train()
+        eval_s = time.time() - t0
+        self.eval_s += eval_s
+        scores["mean_em"] = statistics.fmean(scores[t] for t in QA_TASKS)
+        self.records.append({"step": step, "s_per_step": train_s / step, "eval_s": eval_s, **scores})
+        print(f"  step {step}: {self.records[-1]}", flush=True)
+
+
+def choose(candidates: list[dict[str, Any]], budget_min: float = BUDGET_MIN) -> dict[str, Any] | None:
+    """The sizing rule: the cheapest candidate above chance on most QA tasks whose full run fits the budget.
+
+    A candidate is one (width, layers, lr, steps) point of a learning curve with its validation scores. Its full
+    run is projected as three seeds of three arms, each arm ``steps`` times the measured seconds per step plus
+    the measured scoring time scaled to ``n_eval_full`` samples per task. Above chance: validation exact match
+    at least ``ABOVE_CHANCE`` over the majority-answer rate on at least four of the six QA tasks.
+    """
+    fit = [c for c in candidates if c["tasks_above_chance"] >= 4 and c["projected_full_min"] <= budget_min]
+    return min(fit, key=lambda c: (c["projected_full_min"], c["steps"])) if fit else None
+
+
+def sizing(size: Size, seed: int, points: list[int], path: Path | None) -> None:
+    """Sizing study: train the multi-task arm at ``size`` and score it on the validation set at ``points``.
+
+    Each point is appended to the JSON at ``path`` (shared by several sizing runs, under a file lock), which
+    then holds every candidate so far and the one :func:`choose` picks.
+    """
+    val = validation_set(size.n_eval)
+    base = chance(val)
+    curve = Curve(points, val, size)
+    train(model_factory(size), "multitask", TASKS, RATIOS, size.steps, size, seed, callbacks=(curve,))
+    n_full = SIZES["default"].n_eval
+    new = []
+    for rec in curve.records:
+        above = sum(rec[t] >= base[t] + ABOVE_CHANCE for t in QA_TASKS)
+        arm_s = rec["step"] * rec["s_per_step"] + rec["eval_s"] * n_full / size.n_eval
+        new.append({
+            "width": size.width, "layers": size.num_layers, "lr": size.lr, "batch": size.batch, "steps": rec["step"],
+            "seed": seed, "n_val_per_task": size.n_eval, "tasks_above_chance": above,
+            "projected_full_min": 3 * 3 * arm_s / 60, **rec,
+        })  # fmt: skip
+    if path is None:
+        print(json.dumps({"chance": base, "candidates": new, "chosen": choose(new)}, indent=1))
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old = json.loads(path.read_text())["figures"]["candidates"] if path.exists() else []
+        candidates = old + new
+        record = {
+            "benchmark": "g_substrate_sizing",
+            "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "figures": {
+                "validation_seed": VALIDATION_SEED, "test_seed_never_scored": TEST_SEED, "chance": base,
+                "rule": choose.__doc__, "budget_min": BUDGET_MIN, "above_chance_margin": ABOVE_CHANCE,
+                "candidates": candidates, "chosen": choose(candidates),
+            },
+        }  # fmt: skip
+        path.write_text(json.dumps(record, indent=2))
+    print(json.dumps(record["figures"]["chosen"], indent=1))
 
 
 def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[GraphTask]) -> dict[str, dict[str, float]]:
@@ -262,17 +369,93 @@ def run_seed(size: Size, seed: int, generated: list[GraphTask], real: list[Graph
     return result
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The benchmark's flags: a size (``--quick``, default, ``--full``), overrides of it, and ``--sizing``."""
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--full", action="store_true", help="SmolLM2-135M-Instruct with LoRA, one seed (about 30 min)")
-    args = parser.parse_args()
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps per arm")
+    parser.add_argument("--batch", type=int, default=None, help="samples per optimizer step")
+    parser.add_argument("--width", type=int, default=None, help="byte Llama hidden size (a multiple of 4)")
+    parser.add_argument("--layers", type=int, default=None, help="byte Llama decoder layers")
+    parser.add_argument("--lr", type=float, default=None, help="AdamW learning rate")
+    parser.add_argument("--n-eval", type=int, default=None, help="held-out generated samples per task")
+    parser.add_argument(
+        "--split-isolated", action=argparse.BooleanOptionalAction, default=None,
+        help="the isolated models share the step budget (default of every size) or each get all of it",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sizing", action="store_true",
+        help="sizing study: the multi-task arm only, scored on the validation samples at --checkpoints",
+    )  # fmt: skip
+    parser.add_argument(
+        "--checkpoints", type=str, default=None, metavar="S1,S2,...",
+        help="--sizing: optimizer steps at which the model is scored (default: --steps only)",
+    )  # fmt: skip
+    return parser
+
+
+_POSITIVE_INT = {"steps": "--steps", "batch": "--batch", "width": "--width", "layers": "--layers"}
+
+
+def chosen_size(args: argparse.Namespace) -> Size:
+    """The size named by ``--quick`` / ``--full`` (default otherwise) with the override flags applied.
+
+    Raises:
+        ValueError: exclusive or out-of-range flags, naming the flag, its value and what is allowed.
+    """
     if args.full and args.quick:
         raise ValueError("--full and --quick are exclusive; give one of them")
-    torch.set_num_threads(1)
     size = SIZES["full" if args.full else "quick" if args.quick else "default"]
-    seeds = args.seeds or size.seeds
-    generated, real = held_out(size.n_eval, seed=10_000)
+    for key, flag in _POSITIVE_INT.items():
+        value = getattr(args, key)
+        if value is not None and value < 1:
+            raise ValueError(f"{flag}={value} is not allowed; give a positive integer")
+    if args.n_eval is not None and args.n_eval < 1:
+        raise ValueError(f"--n-eval={args.n_eval} is not allowed; give a positive integer")
+    if args.seeds is not None and args.seeds < 1:
+        raise ValueError(f"--seeds={args.seeds} is not allowed; give a positive integer")
+    if args.width is not None and args.width % 4:
+        raise ValueError(f"--width={args.width} is not allowed; give a multiple of 4 (the model has 4 heads)")
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
+        raise ValueError(f"--lr={args.lr} is not allowed; give a positive finite learning rate")
+    if size.model == "smollm2" and (args.width is not None or args.layers is not None):
+        raise ValueError("--width and --layers size the byte Llama; they are not allowed with --full")
+    overrides = {
+        "steps": args.steps, "batch": args.batch, "width": args.width, "num_layers": args.layers, "lr": args.lr,
+        "n_eval": args.n_eval, "split_isolated": args.split_isolated, "seeds": args.seeds,
+    }  # fmt: skip
+    return replace(size, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def checkpoints(text: str | None, steps: int) -> list[int]:
+    """``--checkpoints``: increasing optimizer steps in ``1..steps``; ``[steps]`` when not given.
+
+    Raises:
+        ValueError: not a comma-separated list of increasing integers in ``1..steps``.
+    """
+    if text is None:
+        return [steps]
+    try:
+        points = [int(p) for p in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--checkpoints={text!r} is not allowed; give comma-separated integers") from None
+    if points != sorted(set(points)) or points[0] < 1 or points[-1] > steps:
+        raise ValueError(f"--checkpoints={text!r} is not allowed; give increasing steps in 1..{steps} (--steps)")
+    return points
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    size = chosen_size(args)
+    torch.set_num_threads(1)
+    if args.sizing:
+        sizing(size, args.seed, checkpoints(args.checkpoints, size.steps), args.json)
+        return
+    if args.checkpoints is not None:
+        raise ValueError(f"--checkpoints={args.checkpoints!r} is only allowed with --sizing")
+    seeds = size.seeds
+    generated, real = held_out(size.n_eval, seed=TEST_SEED)
     rows, per_seed = [], []
     start = time.time()
     for s in range(seeds):
@@ -283,7 +466,7 @@ def main() -> None:
         per_seed.append(result)
         print(f"seed {seed} done after {time.time() - start:.0f} s", flush=True)
         # written after every seed, so a run stopped by a time limit keeps the seeds it finished
-        settings = asdict(size) | {"seeds_planned": seeds, "seeds_done": len(per_seed)}
+        settings = asdict(size) | {"seeds_planned": seeds, "seeds_done": len(per_seed), "held_out_seed": TEST_SEED}
         if size.model == "smollm2":
             settings["lora"] = SMOLLM2_LORA
         if size.split_isolated:
