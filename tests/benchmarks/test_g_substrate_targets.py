@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import networkx as nx
 import pytest
 import torch
 
 import benchmarks.g_substrate as bench
+from lightning_icml26.data.graph_substrate import parse_graph_schema
 
 
 def _result(level: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -149,10 +152,42 @@ def test_chance_is_the_majority_answer_rate() -> None:
 
 def test_sizing_rule_picks_the_cheapest_candidate_above_chance_within_budget() -> None:
     cands = [
-        {"steps": 300, "tasks_above_chance": 3, "projected_full_min": 10.0},  # not above chance on enough tasks
-        {"steps": 600, "tasks_above_chance": 4, "projected_full_min": 20.0},
-        {"steps": 900, "tasks_above_chance": 5, "projected_full_min": 30.0},
-        {"steps": 1200, "tasks_above_chance": 6, "projected_full_min": 50.0},  # over the budget
+        {"steps": 300, "tasks_above_chance": 3, "projected_min_per_seed": 5.0},  # not above chance on enough tasks
+        {"steps": 600, "tasks_above_chance": 4, "projected_min_per_seed": 20.0},
+        {"steps": 900, "tasks_above_chance": 5, "projected_min_per_seed": 22.0},
+        {"steps": 1200, "tasks_above_chance": 6, "projected_min_per_seed": 50.0},  # over the budget
     ]
-    assert bench.choose(cands, budget_min=45.0) == cands[1]
+    # two workers: two seeds take one round, three seeds two rounds
+    assert bench.choose(cands, budget_min=30.0) == cands[1] | {"seeds": 2}
+    assert bench.choose(cands, budget_min=40.0) == cands[1] | {"seeds": 3}
+    assert bench.choose(cands, budget_min=40.0, workers=1) == cands[1] | {"seeds": 2}
     assert bench.choose(cands[:1] + cands[3:], budget_min=45.0) is None
+
+
+def test_held_out_yes_no_tasks_are_balanced() -> None:
+    generated, _ = bench.held_out(4, seed=bench.TEST_SEED)
+    for task in bench.BALANCED:
+        samples = [t for t in generated if t.task == task]
+        assert [t.target for t in samples] == ["Yes", "No", "Yes", "No"]
+        for sample in samples:
+            # the answer against networkx on the graph read back from the prompt, larger than in training
+            graph = parse_graph_schema(sample.prompt.split("\nQ: ")[0]).graph
+            assert 8 <= graph.number_of_nodes() <= 10
+            if task == "connectivity":  # NLGraph style: a path between two named nodes
+                source, dest = re.search(r"path from (\d+) to (\d+)\?", sample.prompt).groups()  # type: ignore[union-attr]
+                truth = nx.has_path(graph, int(source), int(dest))
+            else:
+                truth = not nx.is_forest(graph)
+            assert sample.target == ("Yes" if truth else "No")
+
+
+def test_sizing_fallback_takes_the_best_validation_score_within_budget() -> None:
+    cands = [
+        {"steps": 150, "mean_em": 0.30, "projected_min_per_seed": 10.0},
+        {"steps": 300, "mean_em": 0.35, "projected_min_per_seed": 20.0},
+        {"steps": 600, "mean_em": 0.40, "projected_min_per_seed": 50.0},  # over the budget
+    ]
+    assert bench.fallback(cands, budget_min=45.0) == cands[1] | {"seeds": 3}
+    assert bench.fallback(cands, budget_min=30.0) == cands[1] | {"seeds": 2}
+    with pytest.raises(ValueError, match="budget_min=5"):
+        bench.fallback(cands, budget_min=5.0)
