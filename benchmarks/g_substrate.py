@@ -34,8 +34,8 @@ The JSON records per arm the optimizer steps, the training samples, the non-padd
 All models are scored on the same held-out samples: generated graphs larger than in training (8-10 nodes
 against 4-7) and networkx's real graphs (karate club and Florentine families for connectivity and cycles,
 Davis's southern women for bipartite matching). The generated connectivity and cycle samples alternate Yes and
-No (``BALANCED``): otherwise nearly every larger random graph answers Yes, and always saying Yes scores 100 %
-on connectivity. Exact match per task (connectivity, cycle, shortest path,
+No (``BALANCED``): drawn freely, most larger random graphs answer Yes, and always saying Yes scores up to
+100 %. Exact match per task (connectivity, cycle, shortest path,
 matching, neighbours, consistency, extraction) and edge micro-F1 for extraction, from greedy generation.
 
 Targets (fixed before any run; the paper's claim is that interleaving beats isolated and naive multi-task
@@ -183,7 +183,7 @@ class TokenCounter(Callback):
 
 
 BALANCED = ("connectivity", "cycle")
-"""Yes/no tasks whose held-out samples alternate Yes and No: most larger random graphs are connected and cyclic."""
+"""Yes/no tasks whose held-out samples alternate Yes and No: most larger random graphs answer Yes."""
 
 
 def held_out(n_per_task: int, seed: int) -> tuple[list[GraphTask], list[GraphTask]]:
