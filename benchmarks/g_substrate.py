@@ -60,6 +60,7 @@ import multiprocessing
 import random
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -289,7 +290,7 @@ TEST_SEED = 10_000
 VALIDATION_SEED = 20_000
 """Seed of the validation samples, drawn like the test samples but different: the sizing study scores on these."""
 BUDGET_MIN = 45.0
-"""Wall-clock budget of the full three-arm run with three seeds, in minutes, that the sizing rule allows."""
+"""Wall-clock budget, in minutes, of the full three-arm run (at least two seeds) that the sizing rule allows."""
 ABOVE_CHANCE = 0.10
 """Margin over the majority-answer rate that counts as clearly above chance on a QA task."""
 
@@ -410,7 +411,7 @@ def sizing(size: Size, seed: int, points: list[int], path: Path | None) -> None:
         print(json.dumps({"chance": base, "candidates": new, "chosen": choose(new)}, indent=1))
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
+    with open(Path(tempfile.gettempdir()) / f"{path.name}.lock", "w") as lock:  # outside the repository
         fcntl.flock(lock, fcntl.LOCK_EX)
         old = json.loads(path.read_text())["figures"]["candidates"] if path.exists() else []
         candidates = old + new
