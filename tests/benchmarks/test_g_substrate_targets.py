@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import networkx as nx
 import pytest
 import torch
 
 import benchmarks.g_substrate as bench
+from lightning_icml26.data.graph_substrate import parse_graph_schema
 
 
 def _result(level: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -82,3 +85,109 @@ def test_arms_train_the_same_steps_samples_and_every_token_once(one_thread: None
         rows = dm._rows["train"]
         assert result[regime]["tokens"] == sum(len(r["input_ids"]) for r in rows)
         assert result[regime]["answer_tokens"] == sum(sum(x != -100 for x in r["labels"]) for r in rows)
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return bench.build_parser().parse_args(list(argv))
+
+
+def test_flags_override_the_chosen_size() -> None:
+    assert bench.chosen_size(_args()) == bench.SIZES["default"]
+    size = bench.chosen_size(
+        _args("--quick", "--steps", "7", "--batch", "3", "--width", "32", "--layers", "3", "--lr", "5e-4",
+              "--n-eval", "2", "--no-split-isolated", "--seeds", "4")
+    )  # fmt: skip
+    expected = bench.replace(
+        bench.SIZES["quick"], steps=7, batch=3, width=32, num_layers=3, lr=5e-4, n_eval=2, split_isolated=False, seeds=4
+    )
+    assert size == expected
+    assert bench.chosen_size(_args("--split-isolated")).split_isolated is True
+    assert bench.chosen_size(_args("--full", "--steps", "5")) == bench.replace(bench.SIZES["full"], steps=5)
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--steps", "0"], "--steps=0"),
+        (["--batch", "-2"], "--batch=-2"),
+        (["--layers", "0"], "--layers=0"),
+        (["--width", "30"], "--width=30 .*multiple of 4"),
+        (["--lr", "0"], "--lr=0.0"),
+        (["--lr", "nan"], "--lr=nan"),
+        (["--n-eval", "0"], "--n-eval=0"),
+        (["--seeds", "0"], "--seeds=0"),
+        (["--full", "--width", "64"], "not allowed with --full"),
+        (["--full", "--quick"], "exclusive"),
+    ],
+)
+def test_bad_flags_raise_naming_the_flag(argv: list[str], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        bench.chosen_size(_args(*argv))
+
+
+def test_checkpoints_flag() -> None:
+    assert bench.checkpoints(None, 9) == [9]
+    assert bench.checkpoints("3,6,9", 9) == [3, 6, 9]
+    for bad in ("3,x", "6,3", "0,3", "3,10", "3,3"):
+        with pytest.raises(ValueError, match="--checkpoints"):
+            bench.checkpoints(bad, 9)
+
+
+def test_validation_samples_differ_from_the_test_samples() -> None:
+    val = bench.validation_set(4)
+    test, _ = bench.held_out(4, seed=bench.TEST_SEED)
+    assert [t.task for t in val] == [t.task for t in test]
+    assert not {t.prompt for t in val} & {t.prompt for t in test}
+
+
+def test_chance_is_the_majority_answer_rate() -> None:
+    tasks = bench.validation_set(3)
+    rates = bench.chance(tasks)
+    assert set(rates) == set(bench.QA_TASKS)
+    for name, rate in rates.items():
+        targets = [t.target.strip().lower() for t in tasks if t.task == name]
+        # independent count: the best constant answer's exact match
+        assert rate == max(sum(x == y for y in targets) for x in targets) / 3
+
+
+def test_sizing_rule_picks_the_cheapest_candidate_above_chance_within_budget() -> None:
+    cands = [
+        {"steps": 300, "tasks_above_chance": 3, "projected_min_per_seed": 5.0},  # not above chance on enough tasks
+        {"steps": 600, "tasks_above_chance": 4, "projected_min_per_seed": 20.0},
+        {"steps": 900, "tasks_above_chance": 5, "projected_min_per_seed": 22.0},
+        {"steps": 1200, "tasks_above_chance": 6, "projected_min_per_seed": 50.0},  # over the budget
+    ]
+    # two workers: two seeds take one round, three seeds two rounds
+    assert bench.choose(cands, budget_min=30.0) == cands[1] | {"seeds": 2}
+    assert bench.choose(cands, budget_min=40.0) == cands[1] | {"seeds": 3}
+    assert bench.choose(cands, budget_min=40.0, workers=1) == cands[1] | {"seeds": 2}
+    assert bench.choose(cands[:1] + cands[3:], budget_min=45.0) is None
+
+
+def test_held_out_yes_no_tasks_are_balanced() -> None:
+    generated, _ = bench.held_out(4, seed=bench.TEST_SEED)
+    for task in bench.BALANCED:
+        samples = [t for t in generated if t.task == task]
+        assert [t.target for t in samples] == ["Yes", "No", "Yes", "No"]
+        for sample in samples:
+            # the answer against networkx on the graph read back from the prompt, larger than in training
+            graph = parse_graph_schema(sample.prompt.split("\nQ: ")[0]).graph
+            assert 8 <= graph.number_of_nodes() <= 10
+            if task == "connectivity":  # NLGraph style: a path between two named nodes
+                source, dest = re.search(r"path from (\d+) to (\d+)\?", sample.prompt).groups()  # type: ignore[union-attr]
+                truth = nx.has_path(graph, int(source), int(dest))
+            else:
+                truth = not nx.is_forest(graph)
+            assert sample.target == ("Yes" if truth else "No")
+
+
+def test_sizing_fallback_takes_the_best_validation_score_within_budget() -> None:
+    cands = [
+        {"steps": 150, "mean_em": 0.30, "projected_min_per_seed": 10.0},
+        {"steps": 300, "mean_em": 0.35, "projected_min_per_seed": 20.0},
+        {"steps": 600, "mean_em": 0.40, "projected_min_per_seed": 50.0},  # over the budget
+    ]
+    assert bench.fallback(cands, budget_min=45.0) == cands[1] | {"seeds": 3}
+    assert bench.fallback(cands, budget_min=30.0) == cands[1] | {"seeds": 2}
+    with pytest.raises(ValueError, match="budget_min=5"):
+        bench.fallback(cands, budget_min=5.0)
