@@ -42,8 +42,10 @@ def test_value_embedding_flag_reaches_arbg(flag: str, expected: bool, monkeypatc
     monkeypatch.setattr(bench, "ArBG", Spy)
     out = bench.run_seed("dw4", 0, _args(flag, 2e-3), (64, 16, 16, 16))
     assert built == [expected]
-    assert out["value_embedding"] is expected and out["lr"] == 2e-3
-    assert out["arbg"]["steps"] == 1 and out["flow"]["steps"] == 1  # one epoch of 64 at batch 256
+    assert out["value_embedding"] is expected
+    assert out["lr"] == 2e-3
+    assert out["arbg"]["steps"] == 1  # one epoch of 64 at batch 256
+    assert out["flow"]["steps"] == 1
 
 
 @pytest.mark.parametrize(("argv", "message"), [(["--lr", "0"], "--lr must be positive, got 0.0"),
