@@ -54,6 +54,7 @@ CONFIG = {  # system: (num_bins, coord_range, hidden, layers)
     "aldp": (512, (-5.0, 5.0), 64, 3),
 }
 NUM_TRAIN = {"dw4": 4000, "lj13": 4000, "aldp": 4000}  # training conformations (full runs)
+VALUE_EMBEDDING = {"dw4": False, "lj13": False, "aldp": False}  # ArBG(value_embedding=...) under --value-embedding auto
 MAX_TRANSFORMS = 4
 Model = ArBG | FlowBG
 
@@ -213,6 +214,7 @@ def run_seed(name: str, seed: int, args: argparse.Namespace, sizes: tuple[int, i
     centred = train_x - train_x.mean(1, keepdim=True)
     scale = float(centred.pow(2).mean().sqrt())
     bins, rng, hidden, layers = CONFIG[name]
+    value_embedding = VALUE_EMBEDDING[name] if args.value_embedding == "auto" else args.value_embedding == "on"
     torch.manual_seed(seed)
     arbg = ArBG(
         system.n_atoms,
@@ -225,15 +227,16 @@ def run_seed(name: str, seed: int, args: argparse.Namespace, sizes: tuple[int, i
         num_layers=layers,
         num_heads=4,
         dequantization=args.dequantization,
+        value_embedding=value_embedding,
     )
     if args.dequantization == "empirical":
         arbg.fit_dequantization(train_x, generator=torch.Generator().manual_seed(seed))
     flow = matched_flow(system.n_atoms, system.dim, scale, n_params(arbg))
     epochs = args.epochs if args.budget_mode == "epochs" else None
     budget = args.budget if args.budget_mode == "seconds" else None
-    out: dict[str, Any] = {"seed": seed, "scale": scale}
+    out: dict[str, Any] = {"seed": seed, "scale": scale, "value_embedding": value_embedding, "lr": args.lr}
     for label, model in (("arbg", arbg), ("flow", flow)):
-        info = train(model, train_x, val_x, epochs=epochs, budget_s=budget, batch_size=256, lr=1e-3, seed=seed)
+        info = train(model, train_x, val_x, epochs=epochs, budget_s=budget, batch_size=256, lr=args.lr, seed=seed)
         temps = args.temperatures if label == "arbg" else [1.0]
         val_ew2 = {t: evaluate(model, system, val_x, n_eval, seed + 1, t)["e_w2"] for t in temps}
         best_t = min(temps, key=lambda t: (math.isnan(val_ew2[t]), val_ew2[t]))
@@ -304,6 +307,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (seed, seed + 1, ...)")
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.9, 0.95, 1.0, 1.05])
     parser.add_argument("--dequantization", choices=("uniform", "empirical"), default="uniform")
+    parser.add_argument(
+        "--value-embedding",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="ArBG's value embedding of the previous bins (auto: the per-system default, VALUE_EMBEDDING)",
+    )
+    parser.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate of both models")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--systems", default="dw4,lj13", help="comma-separated: dw4, lj13, aldp")
     parser.add_argument("--num-eval", type=int, default=None, help="generated samples per validation evaluation")
@@ -311,6 +321,8 @@ def main() -> None:
         "--num-train", type=int, default=None, help="training conformations (default: per system, NUM_TRAIN)"
     )
     args: argparse.Namespace = parser.parse_args()
+    if not args.lr > 0:
+        parser.error(f"--lr must be positive, got {args.lr}")
     if any(not t > 0 for t in args.temperatures):
         parser.error(f"--temperatures must be positive, got {args.temperatures}")
     sizes = (1000, 250, 250, 250) if args.quick else (4000, 1000, 1000, 1000)
