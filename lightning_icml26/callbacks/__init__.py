@@ -12,6 +12,7 @@ from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
 from lightning_icml26.callbacks.pgs_validation import PGSValidationCallback
+from lightning_icml26.callbacks.read_cost import ReadCostScheduler
 from lightning_icml26.callbacks.recourse import RecourseOnPredict
 from lightning_icml26.callbacks.seen_detector import SeenDetectorCallback
 from lightning_icml26.callbacks.sparsity import (
@@ -27,6 +28,7 @@ from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
     "GumbelTemperatureScheduler",
+    "ReadCostScheduler",
     "SwapAttentionForInference",
     "SeenDetectorCallback",
     "PGSValidationCallback",

@@ -1,0 +1,140 @@
+"""``ReadCostScheduler``: warm up the read cost of every learned-read ARM layer once per optimizer step."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import Callback
+
+from lightning_icml26.ops.attention.arm import ARMAttention, read_cost_at
+
+__all__ = ["ReadCostScheduler"]
+
+
+class ReadCostScheduler(Callback):
+    """Set ``budget_cost`` of every ``read_policy="learned"`` :class:`ARMAttention` from :func:`read_cost_at`.
+
+    Before each training batch, the cost of optimizer step ``trainer.global_step`` is
+    ``read_cost_at(step, total_steps, target, start, ramp)``: 0 for the first ``start`` fraction of training, then a
+    linear ramp over the next ``ramp`` fraction up to the layer's target cost. This warm-up is our addition to the
+    reconstruction of ARM (with a constant cost the learned read policy learns to read one cluster during MQAR's
+    loss plateau and never recovers; see the ARM page of the docs). ``start=0, ramp=0`` keeps the constant cost.
+
+    The target is ``budget_cost`` when given, otherwise each layer's own ``budget_cost`` as configured when
+    training starts. Targets and the step count used are part of the checkpoint, and the step is the trainer's
+    optimizer step, so a resumed run continues the schedule exactly where it stopped.
+
+    Args:
+        budget_cost: cost once warmed up (>= 0), or ``None`` for each layer's configured ``budget_cost``.
+        start: fraction of training without cost, in [0, 1].
+        ramp: fraction of training over which the cost grows to its target, in [0, 1].
+        total_steps: optimizer steps of the whole run (>= 1), or ``None`` for the trainer's
+            ``estimated_stepping_batches``.
+        log: log the first layer's cost as ``read_cost``.
+
+    Raises:
+        ValueError: an argument out of range (naming it), an unbounded run with ``total_steps=None``, or a module
+            without a learned-read ARM layer.
+
+    Example:
+        >>> sched = ReadCostScheduler(budget_cost=0.05, start=0.5, ramp=0.2, total_steps=100)
+        >>> [round(sched.cost_at(s, 0.05), 4) for s in (0, 50, 60, 70, 99)]
+        [0.0, 0.0, 0.025, 0.05, 0.05]
+    """
+
+    def __init__(
+        self,
+        budget_cost: float | None = None,
+        start: float = 0.75,
+        ramp: float = 0.1,
+        total_steps: int | None = None,
+        log: bool = True,
+    ) -> None:
+        if budget_cost is not None and (isinstance(budget_cost, bool) or not budget_cost >= 0):
+            raise ValueError(f"budget_cost must be None or a number >= 0, got {budget_cost!r}")
+        if total_steps is not None and (isinstance(total_steps, bool) or not isinstance(total_steps, int)):
+            raise ValueError(f"total_steps must be None or an integer >= 1, got {total_steps!r}")
+        # read_cost_at validates start, ramp and total_steps with errors naming them
+        read_cost_at(0, 1 if total_steps is None else total_steps, 0.0, start, ramp)
+        self.budget_cost = None if budget_cost is None else float(budget_cost)
+        self.start, self.ramp, self.total_steps, self.log = float(start), float(ramp), total_steps, log
+        self.targets: list[float] | None = None
+        self.run_steps: int | None = None
+        self.cost: float | None = None
+
+    def cost_at(self, step: int, target: float) -> float:
+        """The cost of optimizer step ``step`` for a layer whose target is ``target``."""
+        total = self.run_steps if self.run_steps is not None else self.total_steps
+        if total is None:
+            raise ValueError("total_steps is unknown before training starts; give total_steps")
+        return read_cost_at(step, total, target, self.start, self.ramp)
+
+    @staticmethod
+    def learned_layers(pl_module: pl.LightningModule) -> list[ARMAttention]:
+        """The module's ARM layers with ``read_policy="learned"``, in ``modules()`` order.
+
+        Raises:
+            ValueError: when there is none, naming the ARM layers found and their read policies.
+        """
+        arm = [m for m in pl_module.modules() if isinstance(m, ARMAttention)]
+        learned = [m for m in arm if m.read_policy == "learned"]
+        if not learned:
+            policies = sorted({m.read_policy for m in arm})
+            raise ValueError(
+                f"{type(pl_module).__name__} has no ARMAttention with read_policy='learned' for ReadCostScheduler "
+                f"(found {len(arm)} ARM layer(s), read policies {policies}); set read_policy='learned' or drop "
+                "the callback"
+            )
+        return learned
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Resolve the run length and, unless restored from a checkpoint, each layer's target cost."""
+        layers = self.learned_layers(pl_module)
+        if self.run_steps is None:
+            if self.total_steps is not None:
+                self.run_steps = self.total_steps
+            else:
+                estimated = trainer.estimated_stepping_batches
+                if not math.isfinite(estimated) or estimated < 1:
+                    raise ValueError(
+                        f"the trainer's run length is {estimated}; give ReadCostScheduler(total_steps=...) "
+                        "or bound the run with max_steps / max_epochs"
+                    )
+                self.run_steps = int(estimated)
+        if self.targets is None:
+            if self.budget_cost is not None:
+                self.targets = [self.budget_cost] * len(layers)
+            else:
+                self.targets = [float(layer.budget_cost) for layer in layers]
+        if len(self.targets) != len(layers):
+            raise ValueError(
+                f"the checkpoint holds {len(self.targets)} read-cost target(s) but the module has {len(layers)} "
+                "learned-read ARM layer(s)"
+            )
+
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        """Apply this optimizer step's cost to every learned-read ARM layer."""
+        if self.targets is None:
+            self.on_fit_start(trainer, pl_module)
+        assert self.targets is not None
+        costs = [self.cost_at(trainer.global_step, target) for target in self.targets]
+        for layer, cost in zip(self.learned_layers(pl_module), costs, strict=True):
+            layer.budget_cost = cost
+        self.cost = costs[0]
+        if self.log:
+            pl_module.log("read_cost", self.cost, on_step=True, on_epoch=False)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Each layer's target cost and the run length the schedule uses."""
+        return {"targets": self.targets, "run_steps": self.run_steps}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the targets and run length (missing keys: resolved again when training starts)."""
+        targets = state_dict.get("targets")
+        self.targets = None if targets is None else [float(t) for t in targets]
+        run_steps = state_dict.get("run_steps")
+        self.run_steps = None if run_steps is None else int(run_steps)
