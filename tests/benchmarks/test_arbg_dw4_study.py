@@ -129,7 +129,7 @@ def test_marginal_nll_against_known_density_and_bad_input() -> None:
         study.marginal_position_nll(train, val[:, :1], edges)
 
 
-def test_trained_arbg_shows_dependence_gain_at_checkpoints() -> None:
+def test_trained_arbg_shows_dependence_gain_at_checkpoints(request: pytest.FixtureRequest) -> None:
     # position 2 of a centred pair is minus position 1: a model that learns it beats the marginals by about the
     # marginal entropy of that position; the checkpoints come from one run through train(on_epoch=...)
     gen = torch.Generator().manual_seed(1)
@@ -138,6 +138,9 @@ def test_trained_arbg_shows_dependence_gain_at_checkpoints() -> None:
     val_a = torch.randn(256, generator=gen, dtype=torch.float64) * 0.8
     val_x = torch.stack([val_a, -val_a], 1)[:, :, None]
     torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 32-wide model: threads only add synchronisation on a shared machine
+    request.addfinalizer(lambda: torch.set_num_threads(threads))
     model = _two_atom_arbg(bins=12, scale=1.0, hidden=32)
     gains: list[tuple[int, float]] = []
 
