@@ -19,6 +19,14 @@ Grids (each piece short, one seed; ``--grids`` picks which run):
   parameter count;
 * ``conditioning``: ArBG with the value embedding of the previous bins (``ArBG(value_embedding=True)``), and
   both models without the centre-of-mass noise augmentation (``com_noise=False``).
+* ``dependence`` (run alone, its own record): does ArBG learn the dependence between coordinates? One run per
+  ``--augmentations`` setting (``full``: rotation and centre-of-mass noise, the benchmark's; ``none``: centred
+  conformations only) of ``--steps`` steps (cosine schedule over the whole run) on the smallest size, measured at
+  ``--checkpoints`` (steps, rounded to epochs) of that one run: the per-position validation NLL of ArBG beside that
+  of independent per-coordinate marginal histograms with ArBG's bin edges and its uniform-dequantisation density
+  (numpy, fitted on the training conformations as ArBG sees them: ten augmented copies under ``full``), and the
+  dependence gain = marginal NLL - ArBG NLL summed over positions (nats per conformation). With ``--with-flow``
+  the benchmark flow is trained under the same setting and its validation NLL recorded at the same checkpoints.
 
 Its targets state hypotheses as checkable claims: more data, or fewer / wider bins, or the best setting of the
 ``lr`` / ``arch`` / ``conditioning`` grids closes at least half of ArBG's validation-NLL gap to the benchmark
@@ -29,16 +37,20 @@ the fraction of (augmented) training and validation coordinates outside +-3 / 4 
     python benchmarks/arbg_dw4_study.py --json benchmarks/results/arbg_dw4_study.json
     python benchmarks/arbg_dw4_study.py --sizes 4000 --grids size lr arch conditioning \
         --json benchmarks/results/arbg_dw4_study_axes.json
+    python benchmarks/arbg_dw4_study.py --grids dependence --sizes 4000 --steps 5760 \
+        --checkpoints 960 2880 5760 --with-flow --json benchmarks/results/arbg_dw4_dependence.json
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -49,8 +61,11 @@ from lightning_icml26.data.boltzmann import get_system, reference_samples
 from lightning_icml26.modules.arbg import ArBG, FlowBG
 from lightning_icml26.modules.arbg.module import augment
 
-GRIDS = ("size", "bins", "capacity", "lr", "arch", "conditioning")
+GRIDS = ("size", "bins", "capacity", "lr", "arch", "conditioning", "dependence")
 AXES_GRIDS = ("lr", "arch", "conditioning")
+
+
+AUGMENTATIONS = {"full": (True, True), "none": (False, False)}  # name: (rotate, com_noise)
 
 
 def epochs_for(steps: int, n_train: int, batch_size: int = 256) -> int:
@@ -71,6 +86,7 @@ def make_arbg(
     layers: int | None = None,
     value_embedding: bool = False,
     com_noise: bool = True,
+    rotate: bool = True,
 ) -> ArBG:
     """ArBG on DW-4 with ``bins`` bins over ``+-half_range`` standard deviations (default: benchmark transformer)."""
     system = get_system("dw4")
@@ -88,10 +104,13 @@ def make_arbg(
         num_heads=4,
         value_embedding=value_embedding,
         com_noise=com_noise,
+        rotate=rotate,
     )
 
 
-def make_flow(scale: float, transforms: int, spline_bins: int, target_params: int, com_noise: bool = True) -> FlowBG:
+def make_flow(
+    scale: float, transforms: int, spline_bins: int, target_params: int, com_noise: bool = True, rotate: bool = True
+) -> FlowBG:
     """zuko NSF on DW-4 with ``transforms`` transforms, two hidden layers of the width whose count is closest."""
     best: tuple[int, FlowBG] | None = None
     for width in range(8, 4097, 8):
@@ -103,6 +122,7 @@ def make_flow(scale: float, transforms: int, spline_bins: int, target_params: in
             hidden_features=(width, width),
             bins=spline_bins,
             com_noise=com_noise,
+            rotate=rotate,
         )
         gap = abs(n_params(flow) - target_params)
         if best is None or gap < best[0]:
@@ -264,6 +284,218 @@ def plan_runs(args: Any, sizes: list[int], bench_bins: int, bench_range: float) 
     return plan
 
 
+@torch.no_grad()
+def position_nll(model: ArBG, x: torch.Tensor) -> np.ndarray:
+    """Mean NLL per sequence position of centred conformations ``x`` under ArBG (nats, physical units).
+
+    Token cross-entropy at each position plus ``log(delta * scale)`` (uniform dequantisation): the positions sum
+    to ``-ArBG.log_prob(x).mean()``.
+
+    Raises:
+        ValueError: for an ArBG with empirical dequantisation (its offset density is not per position here).
+
+    Example:
+        >>> m = make_arbg(1.0, 16, 6.0, hidden=8, layers=1)
+        >>> position_nll(m, torch.randn(5, 4, 2)).shape
+        (8,)
+    """
+    if model.hparams["dequantization"] != "uniform":
+        raise ValueError(f"position_nll needs dequantization='uniform', got {model.hparams['dequantization']!r}")
+    x = x.double() - x.double().mean(1, keepdim=True)
+    tokens = model.tokenizer.encode(x)
+    log_p = torch.log_softmax(model.logits(tokens).double(), -1).gather(-1, tokens[..., None])[..., 0]
+    log_width = math.log(model.tokenizer.bin_width * float(model.tokenizer.scale))
+    return (-log_p.mean(0)).numpy() + log_width
+
+
+def marginal_position_nll(train: np.ndarray, val: np.ndarray, edges: np.ndarray, prior: float = 1.0) -> np.ndarray:
+    """Validation NLL per coordinate of independent per-coordinate histograms, uniform density within each bin.
+
+    Each column of ``train`` ``(N, d)`` gets its own histogram over ``edges`` (``B + 1`` increasing values) with
+    ``prior`` pseudo-counts per bin; column ``j`` of ``val`` ``(M, d)`` is scored by its bin's count share divided
+    by the bin width (the density convention of ArBG with uniform dequantisation).
+
+    Raises:
+        ValueError: on mismatched shapes, a negative prior, or values outside ``[edges[0], edges[-1])``.
+
+    Example:
+        >>> edges = np.array([0.0, 1.0, 3.0])
+        >>> train = np.array([[0.5], [0.5], [2.0], [2.5]])
+        >>> marginal_position_nll(train, np.array([[0.2], [2.9]]), edges, prior=0.0).round(4).tolist()
+        [1.0397]
+    """
+    if train.ndim != 2 or val.ndim != 2 or train.shape[1] != val.shape[1]:
+        raise ValueError(f"train and val must be (N, d) and (M, d), got {train.shape} and {val.shape}")
+    if prior < 0:
+        raise ValueError(f"prior must be >= 0, got {prior}")
+    widths = np.diff(edges)
+    for name, arr in (("train", train), ("val", val)):
+        if (arr < edges[0]).any() or (arr >= edges[-1]).any():
+            raise ValueError(f"{name} has values outside the bin edges [{edges[0]}, {edges[-1]})")
+    out = np.empty(train.shape[1])
+    for j in range(train.shape[1]):
+        counts, _ = np.histogram(train[:, j], bins=edges)
+        density = (counts + prior) / (train.shape[0] + prior * len(widths)) / widths
+        idx = np.searchsorted(edges, val[:, j], side="right") - 1
+        out[j] = -np.log(density[idx]).mean()
+    return out
+
+
+def dependence_report(
+    model: ArBG, train_x: torch.Tensor, val_x: torch.Tensor, copies: int, seed: int, prior: float = 1.0
+) -> dict[str, Any]:
+    """ArBG's per-position validation NLL beside independent marginals' with its bins; the dependence gain.
+
+    The marginal histograms are fitted on the training conformations as ArBG is trained on them: ``copies``
+    draws of its augmentation (centring, and rotation / centre-of-mass noise when the model uses them; one
+    centred copy when it uses neither). ``dependence_gain`` = marginal NLL - ArBG NLL summed over positions
+    (nats per conformation; 0 for a model of independent coordinates with these marginals).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    augmented = model.rotate or model.com_std > 0
+    stream = torch.cat(
+        [augment(train_x.double(), model.rotate, model.com_std, gen) for _ in range(copies if augmented else 1)]
+    )
+    tok = model.tokenizer
+    scale = float(tok.scale)
+    edges = np.linspace(tok.lo * scale, tok.hi * scale, tok.num_bins + 1)
+    val_c = val_x.double() - val_x.double().mean(1, keepdim=True)
+    arbg = position_nll(model, val_x)
+    marg = marginal_position_nll(
+        stream.reshape(stream.shape[0], -1).numpy(), val_c.reshape(val_c.shape[0], -1).numpy(), edges, prior
+    )
+    return {
+        "arbg_position_nll": arbg.tolist(),
+        "marginal_position_nll": marg.tolist(),
+        "arbg_val_nll": float(arbg.mean()),
+        "marginal_val_nll": float(marg.mean()),
+        "dependence_gain": float((marg - arbg).sum()),
+        "dependence_gain_per_coord": float((marg - arbg).mean()),
+    }
+
+
+def checkpoint_epochs(checkpoints: list[int], steps: int, n_train: int, batch_size: int = 256) -> list[int]:
+    """Epochs (of one run of about ``steps`` steps) nearest to the ``checkpoints`` step counts, and the last one.
+
+    Example:
+        >>> checkpoint_epochs([960, 2880], 5760, 4000)
+        [60, 180, 360]
+    """
+    per_epoch = math.ceil(n_train / batch_size)
+    last = epochs_for(steps, n_train, batch_size)
+    return sorted({min(last, max(1, round(c / per_epoch))) for c in checkpoints} | {last})
+
+
+def dependence_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Claims per augmentation setting: ArBG learns dependence (gain >= 0.01 nats / coordinate at the last
+    checkpoint), the gain grows from the first to the last checkpoint, and the gap to the flow at the last one.
+
+    Example:
+        >>> full = {"augmentation": "full"}
+        >>> rows = [
+        ...     {**full, "model": "arbg", "steps": 960, "val_nll": 2.0, "dependence_gain_per_coord": 0.0},
+        ...     {**full, "model": "arbg", "steps": 2880, "val_nll": 1.9, "dependence_gain_per_coord": 0.1},
+        ...     {**full, "model": "flow", "steps": 2880, "val_nll": 1.7},
+        ... ]
+        >>> for name, claim in dependence_targets(rows).items():
+        ...     print(name, round(claim["value"], 3), claim["met"])
+        arbg_full_dependence_gain_per_coord_last 0.1 True
+        arbg_full_dependence_gain_growth 0.1 True
+        arbg_full_gap_to_flow_last 0.2 False
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for aug in dict.fromkeys(r["augmentation"] for r in rows):
+        arbg = sorted((r for r in rows if r["model"] == "arbg" and r["augmentation"] == aug), key=lambda r: r["steps"])
+        if not arbg:
+            continue
+        first, last = arbg[0], arbg[-1]
+        out[f"arbg_{aug}_dependence_gain_per_coord_last"] = target(last["dependence_gain_per_coord"], ">=", 0.01)
+        if len(arbg) > 1:
+            growth = last["dependence_gain_per_coord"] - first["dependence_gain_per_coord"]
+            out[f"arbg_{aug}_dependence_gain_growth"] = target(growth, ">", 0.0)
+        flow = [r for r in rows if r["model"] == "flow" and r["augmentation"] == aug and r["steps"] == last["steps"]]
+        if flow:
+            out[f"arbg_{aug}_gap_to_flow_last"] = target(last["val_nll"] - flow[0]["val_nll"], "<=", 0.0)
+    return out
+
+
+def _checkpoint(
+    epoch: int,
+    steps: int,
+    *,
+    model: ArBG | FlowBG,
+    name: str,
+    aug: str,
+    start: float,
+    data: tuple[torch.Tensor, torch.Tensor],
+    rows: list[dict[str, Any]],
+    record: dict[str, Any],
+    args: Any,
+) -> None:
+    """One checkpoint of the ``dependence`` grid (``record["checkpoint_epochs"]``): a row, then the partial JSON."""
+    if epoch not in record["checkpoint_epochs"]:
+        return
+    train_x, val_x = data
+    row: dict[str, Any] = {"model": name, "augmentation": aug, "epoch": epoch, "steps": steps}
+    row["cpu_s"] = time.process_time() - start
+    row["val_nll"] = heldout_nll(model, val_x)
+    if isinstance(model, ArBG):
+        row.update(dependence_report(model, train_x, val_x, args.marginal_copies, args.seed, args.prior))
+    rows.append(row)
+    print({k: v for k, v in row.items() if not k.endswith("position_nll")}, flush=True)
+    record.update(rows=rows, targets=dependence_targets(rows))
+    write_json(args.json, "arbg_dw4_dependence", record, args)
+
+
+def run_dependence(
+    args: Any, train_x: torch.Tensor, val_x: torch.Tensor, scale: float, steps: int, ref_params: int
+) -> dict[str, Any]:
+    """The ``dependence`` grid: one run per model and augmentation, measured at checkpoints; partial JSON each."""
+    n = train_x.shape[0]
+    epochs = epochs_for(steps, n)
+    at = checkpoint_epochs(args.checkpoints or [steps], steps, n)
+    bench_bins, bench_range = CONFIG["dw4"][0], CONFIG["dw4"][1][1]
+    plan = [("arbg", a) for a in args.augmentations]
+    plan += [("flow", a) for a in reversed(args.augmentations)] if args.with_flow else []
+    rows: list[dict[str, Any]] = []
+    record: dict[str, Any] = {
+        "rows": rows,
+        "scale": scale,
+        "n_train": n,
+        "steps": steps,
+        "epochs": epochs,
+        "checkpoint_epochs": at,
+        "augmentations": {a: dict(zip(("rotate", "com_noise"), AUGMENTATIONS[a], strict=True)) for a in AUGMENTATIONS},
+        "marginal_copies": args.marginal_copies,
+        "prior": args.prior,
+        "targets": {},
+    }
+    for model_name, aug in plan:
+        rotate, com_noise = AUGMENTATIONS[aug]
+        torch.manual_seed(args.seed)
+        if model_name == "arbg":
+            model: ArBG | FlowBG = make_arbg(scale, bench_bins, bench_range, com_noise=com_noise, rotate=rotate)
+        else:
+            model = make_flow(scale, MAX_TRANSFORMS, 8, ref_params, com_noise=com_noise, rotate=rotate)
+        measure = functools.partial(
+            _checkpoint,
+            model=model,
+            name=model_name,
+            aug=aug,
+            start=time.process_time(),
+            data=(train_x, val_x),
+            rows=rows,
+            record=record,
+            args=args,
+        )
+        train(model, train_x, val_x, epochs=epochs, budget_s=None, batch_size=256, lr=1e-3, seed=args.seed,
+              evals=1, on_epoch=measure)  # fmt: skip
+    cols = ["model", "augmentation", "steps", "cpu_s", "val_nll", "marginal_val_nll", "dependence_gain"]
+    print(markdown_table(rows, cols))
+    print_targets(record["targets"])
+    return record
+
+
 def main() -> None:
     parser = benchmark_parser((__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="training-set sizes")
@@ -276,6 +508,13 @@ def main() -> None:
     parser.add_argument("--lrs", type=float, nargs="+", default=[3e-4, 1e-3, 3e-3], help="learning rates (lr grid)")
     parser.add_argument("--archs", nargs="+", default=["128x4"], help="ArBG WIDTHxDEPTH (arch grid)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument(
+        "--augmentations", nargs="+", choices=list(AUGMENTATIONS), default=list(AUGMENTATIONS), help="dependence grid"
+    )
+    parser.add_argument("--checkpoints", type=int, nargs="+", default=None, help="dependence grid: steps measured")
+    parser.add_argument("--with-flow", action="store_true", help="dependence grid: also the flow per setting")
+    parser.add_argument("--marginal-copies", type=int, default=10, help="augmented copies for the marginals")
+    parser.add_argument("--prior", type=float, default=1.0, help="pseudo-count per bin of the marginals")
     args = parser.parse_args()
     sizes = sorted(args.sizes or ([500, 1000] if args.quick else [4000, 16000, 32000]))
     steps = args.steps or (20 if args.quick else 960)
@@ -287,7 +526,11 @@ def main() -> None:
         [parse_arch(a) for a in args.archs]
     except ValueError as err:
         parser.error(str(err))
-    if "size" not in args.grids:
+    if "dependence" in args.grids and len(args.grids) > 1:
+        parser.error(f"--grids dependence runs alone (its own record), got {args.grids}")
+    if args.marginal_copies < 1 or args.prior < 0 or any(c < 1 for c in args.checkpoints or []):
+        parser.error("need --marginal-copies >= 1, --prior >= 0 and --checkpoints >= 1")
+    if "size" not in args.grids and "dependence" not in args.grids:
         parser.error(f"--grids must include 'size' (the reference rows every claim compares with), got {args.grids}")
     n_val = 200 if args.quick else 1000
     torch.set_num_threads(args.threads)
@@ -300,6 +543,9 @@ def main() -> None:
     ref_params = n_params(make_arbg(scale, bench_bins, bench_range))
     everything = torch.cat([big, val_x])
     max_u = float((everything - everything.mean(1, keepdim=True)).norm(dim=-1).max()) / scale  # reach under rotation
+    if "dependence" in args.grids:
+        run_dependence(args, subsets[sizes[0]], val_x, scale, steps, ref_params)
+        return
     ranges = range_check(subsets[sizes[0]], val_x, scale, args.seed)
     rows: list[dict[str, Any]] = []
     for model_name, grid, n, cfg in plan_runs(args, sizes, bench_bins, bench_range):

@@ -29,6 +29,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,12 @@ def train(
     lr: float,
     seed: int,
     evals: int = 10,
+    on_epoch: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Train with AdamW on the module's own loss for ``epochs`` epochs (cosine lr) or ``budget_s`` CPU seconds.
+
+    ``on_epoch(epoch, steps)``, when given, is called after every epoch (model in eval mode, back to training
+    mode at the next epoch), e.g. to measure checkpoints of one run.
 
     Returns the step count, CPU seconds and the validation NLL curve (``evals`` points, nats per coordinate).
     """
@@ -149,6 +154,9 @@ def train(
         if epoch in eval_at:
             model.eval()
             curve.append((epoch, heldout_nll(model, val)))
+        if on_epoch is not None:
+            model.eval()
+            on_epoch(epoch, steps)
     model.eval()
     if budget_s is not None:
         curve.append((epoch, heldout_nll(model, val)))
