@@ -474,6 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     parser.add_argument("--choose", action="store_true", help="apply the sizing rule to the sizing JSON at --json")
     parser.add_argument(
+        "--combine", type=Path, nargs="+", default=None, metavar="JSON",
+        help="pool the seeds of earlier runs with the same settings into --json (means, spreads, targets)",
+    )  # fmt: skip
+    parser.add_argument(
         "--workers", type=int, default=2, help="seeds trained at once, one process (and one torch thread) each"
     )
     parser.add_argument(
@@ -549,6 +553,18 @@ def main() -> None:
     if args.sizing:
         sizing(size, args.seed, checkpoints(args.checkpoints, size.steps), args.json)
         return
+    if args.combine is not None:
+        if args.json is None:
+            raise ValueError("--combine needs --json PATH, where the pooled record is written")
+        records = [(str(path), json.loads(path.read_text())) for path in args.combine]
+        per_seed, seeds, settings = combine_records(records)
+        rows = [
+            {"seed": seed, "regime": regime, **{k: res.get(k, float("nan")) for k in _COLUMNS}}
+            for seed, result in zip(seeds, per_seed, strict=True)
+            for regime, res in result.items()
+        ]
+        report(per_seed, rows, settings, args, final=True)
+        return
     if args.checkpoints is not None:
         raise ValueError(f"--checkpoints={args.checkpoints!r} is only allowed with --sizing")
     if args.workers < 1:
@@ -589,6 +605,78 @@ def _run_seed_1thread(
     return run_seed(size, seed, generated, real)
 
 
+# settings that may differ between runs pooled by ``--combine``: which seeds ran, and how many processes ran them
+_POOLABLE = ("seeds", "seeds_planned", "seeds_done", "workers", "combined_from")
+
+
+def combine_records(records: list[tuple[str, dict[str, Any]]]) -> tuple[list[dict], list[int], dict[str, Any]]:
+    """Pool the per-seed results of several runs of this benchmark made with the same settings.
+
+    Args:
+        records: ``(name, record)`` pairs, a record being a JSON written by this script (``figures.settings``,
+            ``figures.per_seed`` in the order of ``settings.seeds_done``).
+
+    Returns:
+        The per-seed results sorted by seed, the seeds, and the settings of the pooled run (``seeds_done`` all
+        seeds, ``combined_from`` the names).
+
+    Raises:
+        ValueError: no record, a record of another benchmark, settings that differ (naming the record and the
+            setting), or a seed present twice (naming both records).
+
+    Example:
+        >>> rec = lambda seeds: {"benchmark": "g_substrate", "figures": {"settings": {"steps": 8, "seeds_done": seeds},
+        ...     "per_seed": [{"multitask": {"mean_em": s / 10}} for s in seeds]}}
+        >>> per_seed, seeds, settings = combine_records([("a", rec([1])), ("b", rec([0, 2]))])
+        >>> seeds, [r["multitask"]["mean_em"] for r in per_seed], settings["combined_from"]
+        ([0, 1, 2], [0.0, 0.1, 0.2], ['a', 'b'])
+    """
+    if not records:
+        raise ValueError("--combine needs at least one JSON record")
+    pooled: dict[int, tuple[str, dict]] = {}
+    reference: dict[str, Any] | None = None
+    first = ""
+    for name, record in records:
+        if record.get("benchmark") != "g_substrate":
+            raise ValueError(f"{name} is a record of {record.get('benchmark')!r}, not of g_substrate")
+        figures = record["figures"]
+        settings = {k: v for k, v in figures["settings"].items() if k not in _POOLABLE}
+        if reference is None:
+            reference, first = settings, name
+        for key in sorted(set(reference) | set(settings)):
+            if reference.get(key) != settings.get(key):
+                raise ValueError(
+                    f"{name} was run with {key}={settings.get(key)!r} but {first} with {key}={reference.get(key)!r}; "
+                    "only runs with the same settings can be pooled"
+                )
+        seeds = figures["settings"]["seeds_done"]
+        if len(seeds) != len(figures["per_seed"]):
+            raise ValueError(f"{name} lists {len(seeds)} seeds but holds {len(figures['per_seed'])} results")
+        for seed, result in zip(seeds, figures["per_seed"], strict=True):
+            if seed in pooled:
+                raise ValueError(f"seed {seed} is in both {pooled[seed][0]} and {name}; pool each seed once")
+            pooled[seed] = (name, result)
+    assert reference is not None
+    order = sorted(pooled)
+    settings = reference | {
+        "seeds_planned": len(order), "seeds_done": order, "combined_from": [name for name, _ in records],
+    }  # fmt: skip
+    return [pooled[seed][1] for seed in order], order, settings
+
+
+def paired_difference(per_seed: list[dict], a: str, b: str, key: str = "mean_em") -> dict[str, Any]:
+    """Per-seed ``100 x (a - b)`` of ``key`` (points), its mean and standard error over seeds (0 for one seed).
+
+    Example:
+        >>> paired_difference([{"x": {"mean_em": 0.5}, "y": {"mean_em": 0.4}},
+        ...                    {"x": {"mean_em": 0.3}, "y": {"mean_em": 0.4}}], "x", "y")
+        {'per_seed': [10.0, -10.0], 'mean': 0.0, 'sem': 10.0}
+    """
+    diffs = [round(100 * (r[a][key] - r[b][key]), 10) for r in per_seed]
+    sem = statistics.stdev(diffs) / len(diffs) ** 0.5 if len(diffs) > 1 else 0.0
+    return {"per_seed": diffs, "mean": statistics.fmean(diffs), "sem": sem}
+
+
 def report(per_seed: list[dict], rows: list[dict], settings: dict, args: Any, final: bool) -> None:
     regimes = ("isolated", "multitask", "interleaved")
 
@@ -610,6 +698,10 @@ def report(per_seed: list[dict], rows: list[dict], settings: dict, args: Any, fi
         "per_seed": per_seed,
         "mean": {r: {k: mean(r, k) for k in _COLUMNS} for r in regimes},
         "std": {r: {k: spread(r, k) for k in _COLUMNS} for r in regimes},
+        "paired": {
+            "interleaved_minus_multitask_points": paired_difference(per_seed, "interleaved", "multitask"),
+            "interleaved_minus_isolated_points": paired_difference(per_seed, "interleaved", "isolated"),
+        },
         "targets": targets,
     }
     write_json(args.json, "g_substrate", figures, args)
@@ -628,6 +720,11 @@ def report(per_seed: list[dict], rows: list[dict], settings: dict, args: Any, fi
     print(markdown_table(rows, ["seed", "regime", *_COLUMNS]))
     print("\nMean ± std over seeds (percent; steps, samples, tokens: training totals of the arm):")
     print(markdown_table(summary, ["regime", *_COLUMNS]))
+    paired = figures["paired"]["interleaved_minus_multitask_points"]
+    print(
+        f"\ninterleaved - multi-task mean EM per seed: {paired['per_seed']} points; mean {paired['mean']:.1f} "
+        f"+- {paired['sem']:.1f} (standard error over {len(per_seed)} seeds)"
+    )
     print_targets(targets)
 
 

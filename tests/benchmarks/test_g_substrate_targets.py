@@ -191,3 +191,52 @@ def test_sizing_fallback_takes_the_best_validation_score_within_budget() -> None
     assert bench.fallback(cands, budget_min=30.0) == cands[1] | {"seeds": 2}
     with pytest.raises(ValueError, match="budget_min=5"):
         bench.fallback(cands, budget_min=5.0)
+
+
+def _record(settings: dict, seeds: list[int], levels: list[float]) -> dict:
+    per_seed = [_result({"isolated": 0.5, "multitask": 0.4, "interleaved": level}) for level in levels]
+    return {"benchmark": "g_substrate", "figures": {"settings": settings | {"seeds_done": seeds}, "per_seed": per_seed}}
+
+
+def test_combine_pools_seeds_as_one_run_would(tmp_path: Path) -> None:
+    settings = {"steps": 8, "lr": 0.002, "workers": 2, "seeds_planned": 2}
+    a = _record(settings, [0, 1], [0.45, 0.47])
+    b = _record(settings | {"workers": 1, "seeds_planned": 1}, [2], [0.34])
+    per_seed, seeds, pooled = bench.combine_records([("b.json", b), ("a.json", a)])
+    assert seeds == [0, 1, 2]
+    assert pooled["combined_from"] == ["b.json", "a.json"]
+    assert pooled["seeds_done"] == [0, 1, 2]
+    assert pooled["steps"] == 8
+    path = tmp_path / "pooled.json"
+    bench.report(per_seed, [], pooled, argparse.Namespace(json=path, quick=True), final=False)
+    figures = json.loads(path.read_text())["figures"]
+    # interleaved - multi-task per seed: (0.05, 0.07, -0.06) x 100 points (every QA task moves alike)
+    diffs = [5.0, 7.0, -6.0]
+    mean = sum(diffs) / 3
+    sem = (sum((d - mean) ** 2 for d in diffs) / 2) ** 0.5 / 3**0.5
+    paired = figures["paired"]["interleaved_minus_multitask_points"]
+    assert paired["per_seed"] == pytest.approx(diffs)
+    assert paired["mean"] == pytest.approx(mean)
+    assert paired["sem"] == pytest.approx(sem)
+    assert figures["targets"]["interleaved_minus_multitask_mean_em_points"]["value"] == pytest.approx(mean)
+    assert figures["mean"]["interleaved"]["connectivity"] == pytest.approx((0.45 + 0.47 + 0.34) / 3)
+
+
+def test_combine_refuses_other_settings_duplicate_seeds_and_other_benchmarks() -> None:
+    a = _record({"steps": 8}, [0, 1], [0.45, 0.47])
+    with pytest.raises(ValueError, match=r"b.json was run with steps=16 but a.json with steps=8"):
+        bench.combine_records([("a.json", a), ("b.json", _record({"steps": 16}, [2], [0.3]))])
+    with pytest.raises(ValueError, match=r"seed 1 is in both a.json and c.json"):
+        bench.combine_records([("a.json", a), ("c.json", _record({"steps": 8}, [1], [0.3]))])
+    with pytest.raises(ValueError, match="not of g_substrate"):
+        bench.combine_records([("a.json", a), ("d.json", {"benchmark": "arm_kv_budget", "figures": {}})])
+    with pytest.raises(ValueError, match="at least one"):
+        bench.combine_records([])
+    with pytest.raises(ValueError, match="--combine needs --json"):
+        _run_main(["--combine", "x.json"])
+
+
+def _run_main(argv: list[str]) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", ["g_substrate.py", *argv])
+        bench.main()
