@@ -209,8 +209,7 @@ class ArBG(pl.LightningModule):
         extra = self.axis_embedding(self.axis_ids[pos]) + self.atom_embedding(self.atom_ids[pos])
         extra = extra + self.type_embedding(self.type_ids[pos])
         if self.value_embedding is not None:
-            lo, width = self.tokenizer.lo, self.tokenizer.bin_width
-            centre = lo + (tokens.clamp(max=self.num_bins - 1).to(extra.dtype) + 0.5) * width
+            centre = self.tokenizer.centres(tokens.clamp(max=self.num_bins - 1), extra.dtype)
             centre = torch.where(tokens == self.start_token, torch.zeros_like(centre), centre)
             extra = extra + self.value_embedding(centre.unsqueeze(-1))
         return self.transformer.embed_tokens(tokens) + extra

@@ -174,6 +174,16 @@ class CoordinateTokenizer(torch.nn.Module):
         probs = self._offset_probs().to(pos.device)
         return (probs[tok, sub] * self.offset_resolution).log().sum(dim=1)
 
+    def centres(self, tokens: Tensor, dtype: torch.dtype = torch.float64) -> Tensor:
+        """Bin centres of ``tokens`` in units of ``scale`` (``lo + (token + 1/2) x bin_width``), as ``dtype``.
+
+        Example:
+            >>> t = CoordinateTokenizer(num_bins=4, coord_range=(0.0, 4.0))
+            >>> t.centres(torch.tensor([[0, 3]])).tolist()
+            [[0.5, 3.5]]
+        """
+        return self.lo + (tokens.to(dtype) + 0.5) * self.bin_width
+
     def decode(self, tokens: Tensor, generator: torch.Generator | None = None, dequantize: bool = True) -> Tensor:
         """Coordinates ``(N, d)`` (float64) of tokens, dequantised inside each bin (uniformly or empirically).
 
@@ -185,8 +195,8 @@ class CoordinateTokenizer(torch.nn.Module):
             [[0.5, 3.5]]
         """
         if not dequantize:
-            offset = torch.full(tokens.shape, 0.5, dtype=torch.float64, device=tokens.device)
-        elif self.dequantization == "uniform":
+            return self.centres(tokens) * self.scale
+        if self.dequantization == "uniform":
             offset = torch.rand(tokens.shape, generator=generator, dtype=torch.float64, device=tokens.device)
         else:
             cdf = self._offset_probs().to(tokens.device).cumsum(dim=1)
