@@ -47,7 +47,13 @@ hours on a CPU.
 and computes the targets from both; each row's ``source`` says ``rerun`` or ``stored``, and the JSON names the
 rerun kinds and the stored file. Use it only with the stored run's size and seed.
 
-Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]``.
+``--steps N`` changes every kind's training steps; ``--trace-every K`` logs, every K steps, each trained kind's mean
+training loss and its recall on 32 validation sequences at 512 tokens (their own seed, never the test set), into
+``figures.traces``: whether and when a kind left MQAR's loss plateau. Probes run under a forked RNG and are not
+timed, so a traced run trains exactly like an untraced one.
+
+Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
+[--steps N] [--trace-every K]``.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ import math
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +94,7 @@ ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0}
 # The learned read policy's cost schedule (``read_cost_at``, our addition): no cost for the first ``start`` of
 # training, then linear to the full cost over ``ramp``. Chosen on ``benchmarks/arm_diagnose.py`` (see docs/arm.md).
 ARM_LEARNED_TRAINING: dict[str, float] = {"cost_start": 0.75, "cost_ramp": 0.1}
+VAL_SEQUENCES = 32  # validation sequences of the ``--trace-every`` probe (their own seed, never the test set)
 
 
 def _attention(name: str, budget: int) -> tuple[str, dict[str, Any]]:
@@ -110,12 +118,35 @@ def _model(name: str, budget: int, layers: int, seed: int) -> ARMDecoder:
     )
 
 
-def _train(model: ARMDecoder, batches: list[dict[str, torch.Tensor]]) -> float:
-    """Train in place for ``len(batches)`` steps; the learned read policy's cost follows ``ARM_LEARNED_TRAINING``."""
+@dataclass(frozen=True)
+class Probe:
+    """A validation probe during training: recall on held-out sequences (never the test set) every ``every`` steps.
+
+    ``ids``/``labels`` are MQAR sequences from their own seed; the context ends at ``start`` (as in the test).
+    """
+
+    every: int
+    ids: torch.Tensor
+    labels: torch.Tensor
+    start: int
+
+
+def _train(
+    model: ARMDecoder, batches: list[dict[str, torch.Tensor]], probe: Probe | None = None
+) -> tuple[float, list[dict[str, float]]]:
+    """Train in place for ``len(batches)`` steps; the learned read policy's cost follows ``ARM_LEARNED_TRAINING``.
+
+    Returns the training seconds (probes excluded) and, with ``probe``, the trace: after every ``probe.every``
+    steps, the mean training loss since the last probe and the validation recall with the decode cache. Probes
+    run under a forked RNG, so a traced run trains exactly like an untraced one.
+    """
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
     warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / WARMUP))
     sched = GumbelTemperatureScheduler(tau_start=1.0, tau_min=0.2, schedule="linear", total_steps=len(batches))
     model.train()
+    trace: list[dict[str, float]] = []
+    losses: list[float] = []
+    probing = 0.0
     start = time.perf_counter()
     for step, batch in enumerate(batches):
         for layer in model.arm_layers():
@@ -134,7 +165,17 @@ def _train(model: ARMDecoder, batches: list[dict[str, torch.Tensor]]) -> float:
         (loss + model.aux_weight * model.aux_loss()).backward()
         opt.step()
         warmup.step()
-    return time.perf_counter() - start
+        losses.append(loss.item())
+        if probe is not None and (step + 1) % probe.every == 0:
+            began = time.perf_counter()
+            with torch.random.fork_rng(devices=[]):
+                recall = _decode_eval(model, probe.ids, probe.labels, probe.start)["acc"]
+            model.train()
+            trace.append({"step": step + 1, "train_loss": statistics.fmean(losses), "val_recall": recall})
+            print(f"    step {step + 1}: loss {trace[-1]['train_loss']:.3f} val recall {recall:.3f}", flush=True)
+            losses = []
+            probing += time.perf_counter() - began
+    return time.perf_counter() - start - probing, trace
 
 
 @torch.no_grad()
@@ -163,24 +204,37 @@ def _as_eval(trained: ARMDecoder, name: str, budget: int, layers: int) -> ARMDec
 
 
 def _mqar_run(
-    budget: int, seed: int, steps: int, batch: int, layers: int, n_eval: int, kinds: tuple[str, ...] = EVALUATED
-) -> dict[str, dict[str, float]]:
+    budget: int,
+    seed: int,
+    steps: int,
+    batch: int,
+    layers: int,
+    n_eval: int,
+    kinds: tuple[str, ...] = EVALUATED,
+    trace_every: int = 0,
+) -> tuple[dict[str, dict[str, float]], dict[str, list[dict[str, float]]]]:
+    """Recall rows of every evaluated kind and, with ``trace_every > 0``, each trained kind's validation trace."""
     train = make_recall_batch("mqar", steps * batch, TRAIN_LEN, PAIRS, seed=1000 * seed + 1)
     batches = [{k: v[i * batch : (i + 1) * batch] for k, v in train.items()} for i in range(steps)]
     test = make_recall_batch("mqar", n_eval, SEQ, PAIRS, seed=1000 * seed + 2)
     start = SEQ - 2 * PAIRS + 1  # the context ends before the first query key is given
+    probe = None
+    if trace_every > 0:
+        val = make_recall_batch("mqar", VAL_SEQUENCES, SEQ, PAIRS, seed=1000 * seed + 3)
+        probe = Probe(trace_every, val["input_ids"], val["labels"], start)
     rows: dict[str, dict[str, float]] = {}
+    traces: dict[str, list[dict[str, float]]] = {}
     for trained_name in TRAINED:
         evaluated = [name for name in DERIVED.get(trained_name, (trained_name,)) if name in kinds]
         if not evaluated:
             continue
         trained = _model(trained_name, budget, layers, seed)
-        seconds = _train(trained, batches)
+        seconds, traces[trained_name] = _train(trained, batches, probe)
         for name in evaluated:
             model = _as_eval(trained, name, budget, layers)
             rows[name] = {**_decode_eval(model, test["input_ids"], test["labels"], start), "train_s": seconds}
             print(f"  seed {seed} budget {budget} {name}: recall {rows[name]['acc']:.3f}", flush=True)
-    return {name: rows[name] for name in EVALUATED if name in rows}
+    return {name: rows[name] for name in EVALUATED if name in rows}, {k: v for k, v in traces.items() if v}
 
 
 def _text_run(budget: int, seed: int, steps: int, batch: int, layers: int, n_eval: int) -> dict[str, float]:
@@ -271,6 +325,15 @@ def main() -> None:
         help=f"comma-separated subset of {EVALUATED} to run (snapkv/h2o train full, arm_top_p trains arm_fixed)",
     )
     parser.add_argument(
+        "--steps", type=int, default=None, help="training steps of every kind (default 1500, --quick 100)"
+    )
+    parser.add_argument(
+        "--trace-every",
+        type=int,
+        default=0,
+        help="every K steps, log the training loss and the recall on 32 validation sequences (0: off)",
+    )
+    parser.add_argument(
         "--merge",
         type=Path,
         default=None,
@@ -279,6 +342,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if args.steps is not None and args.steps < 1:
+        parser.error(f"--steps must be >= 1, got {args.steps}")
+    if args.trace_every < 0:
+        parser.error(f"--trace-every must be >= 0, got {args.trace_every}")
     try:
         kinds = parse_kinds(args.kinds)
     except ValueError as err:
@@ -293,11 +360,17 @@ def main() -> None:
         budgets = {"1/8": budgets["1/8"]}
     seeds = [args.seed + i for i in range(1 if quick else args.seeds)]
     steps, batch, layers, n_eval = (100, 16, 1, 32) if quick else (1500, 32, 1, 64 if args.budget_1_8_only else 128)
+    steps = args.steps or steps
     runs: dict[str, list[dict[str, dict[str, float]]]] = {}
+    traces: dict[str, list[dict[str, float]]] = {}
     for label, budget in budgets.items():
-        runs[label] = [_mqar_run(budget, s, steps, batch, layers, n_eval, kinds) for s in seeds]
+        runs[label] = []
+        for s in seeds:
+            rows, seed_traces = _mqar_run(budget, s, steps, batch, layers, n_eval, kinds, args.trace_every)
+            runs[label].append(rows)
+            traces |= {f"{label} {name} seed {s}": trace for name, trace in seed_traces.items()}
         print(f"budget {label} done", flush=True)
-    table = []
+    table: list[dict[str, Any]] = []
     for label, per_seed in runs.items():
         full = [r["full"]["acc"] for r in per_seed if "full" in r]
         for name in kinds:
@@ -363,6 +436,7 @@ def main() -> None:
             "arm_learned": {**_attention("arm_learned", SEQ // 8)[1], **ARM_LEARNED_TRAINING},
         },
         "mqar": table,
+        "traces": traces,
         "byte_perplexity_1_8": perplexity,
         "decode_cost": cost,
         "targets": targets,

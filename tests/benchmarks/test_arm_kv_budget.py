@@ -1,10 +1,13 @@
-"""benchmarks/arm_kv_budget.py: ``--kinds`` validation and ``--merge`` of a stored run's rows."""
+"""benchmarks/arm_kv_budget.py: ``--kinds`` validation, ``--merge`` of a stored run's rows, the validation trace."""
 
 from __future__ import annotations
 
 import importlib
 
 import pytest
+import torch
+
+from lightning_icml26.data import make_recall_batch
 
 bench = importlib.import_module("benchmarks.arm_kv_budget")
 
@@ -38,3 +41,30 @@ def test_merge_keeps_stored_rows_of_kinds_not_rerun() -> None:
     ]
     assert rows[2]["vs_full"] == pytest.approx(0.5)
     assert [(c["kind"], c["source"]) for c in cost] == [("full", "stored"), ("arm_fixed", "stored")]
+
+
+def test_validation_trace_does_not_change_training() -> None:
+    """A traced run (probes every 2 steps) ends with the same weights as an untraced one, and logs each probe."""
+    data = make_recall_batch("mqar", 4 * 2, 32, 4, seed=5)
+    batches = [{k: v[2 * i : 2 * i + 2] for k, v in data.items()} for i in range(4)]
+    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
+    probe = bench.Probe(2, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
+    weights = []
+    for use_probe in (None, probe):
+        torch.manual_seed(0)
+        model = bench.ARMDecoder(
+            d_model=16,
+            num_layers=1,
+            num_heads=2,
+            attention="arm",
+            budget=16,
+            attention_kwargs={"window": 4, "num_clusters": 2, **bench.ARM_ROUTING},
+        )
+        _, trace = bench._train(model, batches, use_probe)
+        weights.append({k: v.clone() for k, v in model.state_dict().items()})
+        if use_probe is None:
+            assert trace == []
+    assert [row["step"] for row in trace] == [2, 4]
+    assert all(0.0 <= row["val_recall"] <= 1.0 and row["train_loss"] > 0 for row in trace)
+    for name, value in weights[0].items():
+        torch.testing.assert_close(weights[1][name], value, rtol=0, atol=0, msg=name)
