@@ -52,8 +52,12 @@ training loss and its recall on 32 validation sequences at 512 tokens (their own
 ``figures.traces``: whether and when a kind left MQAR's loss plateau. Probes run under a forked RNG and are not
 timed, so a traced run trains exactly like an untraced one.
 
+``--pool A.json B.json ...`` trains nothing: it pools runs of other seeds with the same settings (e.g. two
+``--seed S --seeds 1`` runs on two cores) into one record, recall mean and spread over all their seeds, targets
+recomputed; it refuses differing settings, a repeated seed and ``--merge`` records.
+
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
-[--steps N] [--trace-every K]``.
+[--steps N] [--trace-every K]`` or ``python benchmarks/arm_kv_budget.py --pool A.json B.json ... --json OUT``.
 """
 
 from __future__ import annotations
@@ -313,6 +317,137 @@ def merge_stored(
     return merged, merged_cost
 
 
+def summarize(per_seed: dict[tuple[str, str], list[tuple[float, float, float]]]) -> list[dict[str, Any]]:
+    """Table rows from each (budget, kind)'s per-seed ``(recall, slots read, training seconds)``.
+
+    Mean and population spread over seeds; ``vs_full`` against full KV's mean at the same budget; the per-seed
+    recalls are kept (``recall_per_seed``) so that runs of other seeds can be pooled (:func:`pool_records`).
+
+    Example:
+        >>> per_seed = {("1/8", "full"): [(1.0, 0.0, 5.0)], ("1/8", "arm_fixed"): [(0.4, 48, 9.0), (0.8, 48, 11.0)]}
+        >>> rows = summarize(per_seed)
+        >>> [(r["kind"], round(r["recall"], 3), round(r["recall_sd"], 3), round(r["vs_full"], 3)) for r in rows]
+        [('full', 1.0, 0.0, 1.0), ('arm_fixed', 0.6, 0.2, 0.6)]
+    """
+    full = {
+        budget: statistics.fmean(v[0] for v in values) for (budget, kind), values in per_seed.items() if kind == "full"
+    }
+    table = []
+    for (budget, kind), values in per_seed.items():
+        accs = [v[0] for v in values]
+        table.append(
+            {
+                "budget": budget,
+                "kind": kind,
+                "recall": statistics.fmean(accs),
+                "recall_sd": statistics.pstdev(accs),
+                "vs_full": ratio(statistics.fmean(accs), full[budget]) if budget in full else float("nan"),
+                "slots_read": statistics.fmean(v[1] for v in values),
+                "train_s": statistics.fmean(v[2] for v in values),
+                "recall_per_seed": accs,
+                "slots_per_seed": [v[1] for v in values],
+                "train_s_per_seed": [v[2] for v in values],
+            }
+        )
+    return table
+
+
+def compute_targets(table: list[dict[str, Any]], cost: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The issue's targets from the budget-1/8 rows and the decode cost; a missing kind's target is ``nan``, missed."""
+    at_1_8 = {row["kind"]: row for row in table if row["budget"] == "1/8"}
+
+    def mean(name: str, key: str = "recall") -> float:
+        return float(at_1_8[name][key]) if name in at_1_8 else float("nan")
+
+    def cost_ratio(name: str, key: str) -> float:
+        by_len = {int(c["context"]): float(c[key]) for c in cost if c["kind"] == name}
+        return ratio(by_len[2048], by_len[512]) if {512, 2048} <= set(by_len) else float("nan")
+
+    best_baseline = worst([mean(b) for b in BASELINES], "max")
+    return {
+        "full_kv_recall_1_8": target(mean("full"), ">=", 0.5),  # the upper bound learned the task at all
+        "arm_recall_over_streaming_1_8": target(ratio(mean("arm_fixed"), mean("streaming")), ">=", 1.5),
+        "arm_recall_minus_best_baseline_1_8": target(mean("arm_fixed") - best_baseline, ">", 0.0),
+        "full_minus_arm_recall_1_8": target(mean("full") - mean("arm_fixed"), "<=", 0.05),
+        "fixed_minus_learned_recall_1_8": target(mean("arm_fixed") - mean("arm_learned"), "<=", 0.01),
+        "learned_slots_fraction_of_fixed_1_8": target(
+            ratio(mean("arm_learned", "slots_read"), mean("arm_fixed", "slots_read")), "<=", 0.5
+        ),
+        "arm_decode_time_ratio_2048_over_512": target(cost_ratio("arm_fixed", "ms_per_token"), "<=", 1.5),
+        "arm_kv_bytes_ratio_2048_over_512": target(cost_ratio("arm_fixed", "kv_bytes"), "<=", 1.0),
+        "full_kv_bytes_ratio_2048_over_512": target(cost_ratio("full", "kv_bytes"), ">=", 3.5),
+    }
+
+
+def _seed_values(path: str, row: dict[str, Any], figures: dict[str, Any]) -> list[tuple[float, float, float]]:
+    """A row's per-seed ``(recall, slots, seconds)``; a one-seed run written before the per-seed lists is its row."""
+    if "recall_per_seed" in row:
+        return list(zip(row["recall_per_seed"], row["slots_per_seed"], row["train_s_per_seed"], strict=True))
+    if len(figures["config"]["seeds"]) != 1:
+        raise ValueError(f"--pool: {path} has several seeds but no per-seed recalls; rerun it with this version")
+    return [(row["recall"], row["slots_read"], row["train_s"])]
+
+
+def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The figures of several runs of other seeds with the same settings, pooled as one run of all their seeds.
+
+    Every record must be an ``arm_kv_budget`` run (not a ``--merge``), with the same ``config`` apart from its
+    seeds, no seed twice, and the same kinds and budgets; otherwise ``ValueError`` names the file and what
+    differs. Recall rows are pooled per seed (:func:`summarize`), decode times averaged over the runs (KV bytes
+    are the same), traces joined; targets are recomputed.
+    """
+    if len(records) < 2:
+        raise ValueError(f"--pool needs at least two JSON files, got {len(records)}")
+    first_path, first = records[0]
+    config = {k: v for k, v in first["figures"]["config"].items() if k != "seeds"}
+    seeds: list[int] = []
+    per_seed: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    cost: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    traces: dict[str, Any] = {}
+    for path, record in records:
+        figures = record.get("figures", {})
+        if record.get("benchmark") != "arm_kv_budget" or "merged_from" in figures:
+            raise ValueError(f"--pool takes plain arm_kv_budget runs; {path} is not one (or was made with --merge)")
+        other = {k: v for k, v in figures["config"].items() if k != "seeds"}
+        differing = sorted(k for k in config.keys() | other.keys() if config.get(k) != other.get(k))
+        if differing:
+            raise ValueError(f"--pool: {path} has other settings than {first_path}: {differing}")
+        repeated = sorted(set(seeds) & set(figures["config"]["seeds"]))
+        if repeated:
+            raise ValueError(f"--pool: seeds {repeated} of {path} are already in an earlier file")
+        seeds += figures["config"]["seeds"]
+        keys = {(row["budget"], row["kind"]) for row in figures["mqar"]}
+        if per_seed and keys != set(per_seed):
+            raise ValueError(f"--pool: {path} has other budgets or kinds than {first_path}")
+        for row in figures["mqar"]:
+            per_seed.setdefault((row["budget"], row["kind"]), []).extend(_seed_values(path, row, figures))
+        for row in figures["decode_cost"]:
+            cost.setdefault((row["kind"], int(row["context"])), []).append(row)
+        traces |= figures.get("traces", {})
+    pooled_cost = [
+        {
+            "kind": kind,
+            "context": context,
+            "ms_per_token": statistics.fmean(float(r["ms_per_token"]) for r in rows),
+            "kv_bytes": rows[0]["kv_bytes"],
+        }
+        for (kind, context), rows in cost.items()
+    ]
+    order = sorted(per_seed, key=lambda key: (key[0], EVALUATED.index(key[1])))
+    table = summarize({key: per_seed[key] for key in order})
+    return {
+        "config": {**first["figures"]["config"], "seeds": seeds},
+        "mqar": table,
+        "traces": traces,
+        "byte_perplexity_1_8": {},
+        "decode_cost": pooled_cost,
+        "targets": compute_targets(table, pooled_cost),
+        "pooled_from": [
+            {"path": path, "command": record["command"], "time": record["time"]} for path, record in records
+        ],
+    }
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument(
@@ -339,7 +474,24 @@ def main() -> None:
         default=None,
         help="stored JSON of an earlier run: its rows fill the kinds not in --kinds, and the targets use both",
     )
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="RUN.json",
+        help="pool the JSON of runs of other seeds with the same settings into one record (nothing is trained)",
+    )
     args = parser.parse_args()
+    if args.pool is not None:
+        try:
+            pooled = pool_records([(str(path), json.loads(path.read_text())) for path in args.pool])
+        except ValueError as err:
+            parser.error(str(err))
+        print(markdown_table([{k: v for k, v in row.items() if not k.endswith("_per_seed")} for row in pooled["mqar"]]))
+        print_targets(pooled["targets"])
+        write_json(args.json, "arm_kv_budget", pooled, args)
+        return
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.steps is not None and args.steps < 1:
@@ -370,23 +522,13 @@ def main() -> None:
             runs[label].append(rows)
             traces |= {f"{label} {name} seed {s}": trace for name, trace in seed_traces.items()}
         print(f"budget {label} done", flush=True)
-    table: list[dict[str, Any]] = []
-    for label, per_seed in runs.items():
-        full = [r["full"]["acc"] for r in per_seed if "full" in r]
-        for name in kinds:
-            accs = [r[name]["acc"] for r in per_seed]
-            slots = [r[name]["slots"] for r in per_seed]
-            table.append(
-                {
-                    "budget": label,
-                    "kind": name,
-                    "recall": statistics.fmean(accs),
-                    "recall_sd": statistics.pstdev(accs),
-                    "vs_full": ratio(statistics.fmean(accs), statistics.fmean(full)) if full else float("nan"),
-                    "slots_read": statistics.fmean(slots),
-                    "train_s": statistics.fmean(r[name]["train_s"] for r in per_seed),
-                }
-            )
+    table = summarize(
+        {
+            (label, name): [(r[name]["acc"], r[name]["slots"], r[name]["train_s"]) for r in per_seed]
+            for label, per_seed in runs.items()
+            for name in kinds
+        }
+    )
     perplexity: dict[str, float] = {}
     if not quick and not args.budget_1_8_only and kinds == EVALUATED:
         perplexity = _text_run(SEQ // 8, args.seed, 300, 8, layers, 16)
@@ -399,29 +541,7 @@ def main() -> None:
         table, cost = merge_stored(table, cost, stored, kinds)
     print(markdown_table(table))
     print(markdown_table(cost))
-    at_1_8 = {row["kind"]: row for row in table if row["budget"] == "1/8"}
-
-    def mean(name: str, key: str = "recall") -> float:
-        return float(at_1_8[name][key]) if name in at_1_8 else float("nan")
-
-    def cost_ratio(name: str, key: str) -> float:
-        by_len = {int(c["context"]): float(c[key]) for c in cost if c["kind"] == name}
-        return ratio(by_len[2048], by_len[512]) if {512, 2048} <= set(by_len) else float("nan")
-
-    best_baseline = worst([mean(b) for b in BASELINES], "max")
-    targets = {
-        "full_kv_recall_1_8": target(mean("full"), ">=", 0.5),  # the upper bound learned the task at all
-        "arm_recall_over_streaming_1_8": target(ratio(mean("arm_fixed"), mean("streaming")), ">=", 1.5),
-        "arm_recall_minus_best_baseline_1_8": target(mean("arm_fixed") - best_baseline, ">", 0.0),
-        "full_minus_arm_recall_1_8": target(mean("full") - mean("arm_fixed"), "<=", 0.05),
-        "fixed_minus_learned_recall_1_8": target(mean("arm_fixed") - mean("arm_learned"), "<=", 0.01),
-        "learned_slots_fraction_of_fixed_1_8": target(
-            ratio(mean("arm_learned", "slots_read"), mean("arm_fixed", "slots_read")), "<=", 0.5
-        ),
-        "arm_decode_time_ratio_2048_over_512": target(cost_ratio("arm_fixed", "ms_per_token"), "<=", 1.5),
-        "arm_kv_bytes_ratio_2048_over_512": target(cost_ratio("arm_fixed", "kv_bytes"), "<=", 1.0),
-        "full_kv_bytes_ratio_2048_over_512": target(cost_ratio("full", "kv_bytes"), ">=", 3.5),
-    }
+    targets = compute_targets(table, cost)
     figures: dict[str, Any] = {
         "config": {
             "seq_len": SEQ,

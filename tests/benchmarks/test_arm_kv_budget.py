@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 
 import pytest
 import torch
@@ -68,3 +69,48 @@ def test_validation_trace_does_not_change_training() -> None:
     assert all(0.0 <= row["val_recall"] <= 1.0 and row["train_loss"] > 0 for row in trace)
     for name, value in weights[0].items():
         torch.testing.assert_close(weights[1][name], value, rtol=0, atol=0, msg=name)
+
+
+def _run(seed: int, full: float, arm: float, ms: float, steps: int = 3000) -> dict:
+    rows = bench.summarize({("1/8", "full"): [(full, math.nan, 1.0)], ("1/8", "arm_fixed"): [(arm, 48.0, 2.0)]})
+    cost = [
+        {"kind": "arm_fixed", "context": 512, "ms_per_token": ms, "kv_bytes": 10.0},
+        {"kind": "arm_fixed", "context": 2048, "ms_per_token": ms, "kv_bytes": 10.0},
+    ]
+    return {
+        "benchmark": "arm_kv_budget",
+        "command": f"run {seed}",
+        "time": "t",
+        "figures": {
+            "config": {"steps": steps, "seeds": [seed]},
+            "mqar": rows,
+            "decode_cost": cost,
+            "traces": {f"1/8 full seed {seed}": [{"step": 1, "train_loss": 4.0, "val_recall": 0.0}]},
+        },
+    }
+
+
+def test_pool_gives_the_statistics_of_all_seeds_together() -> None:
+    pooled = bench.pool_records([("a.json", _run(0, 1.0, 0.5, 1.0)), ("b.json", _run(1, 0.8, 0.9, 3.0))])
+    rows = {row["kind"]: row for row in pooled["mqar"]}
+    assert pooled["config"]["seeds"] == [0, 1]
+    assert rows["arm_fixed"]["recall"] == pytest.approx(0.7)
+    assert rows["arm_fixed"]["recall_sd"] == pytest.approx(0.2)  # population spread of 0.5 and 0.9
+    assert rows["arm_fixed"]["vs_full"] == pytest.approx(0.7 / 0.9)
+    assert pooled["targets"]["full_minus_arm_recall_1_8"]["value"] == pytest.approx(0.2)
+    assert [c["ms_per_token"] for c in pooled["decode_cost"]] == [2.0, 2.0]
+    assert set(pooled["traces"]) == {"1/8 full seed 0", "1/8 full seed 1"}
+    assert [p["path"] for p in pooled["pooled_from"]] == ["a.json", "b.json"]
+
+
+def test_pool_refuses_other_settings_repeated_seeds_and_merged_runs() -> None:
+    with pytest.raises(ValueError, match=r"b\.json has other settings .*\['steps'\]"):
+        bench.pool_records([("a.json", _run(0, 1, 0.5, 1)), ("b.json", _run(1, 1, 0.5, 1, steps=1500))])
+    with pytest.raises(ValueError, match=r"seeds \[0\] of b\.json"):
+        bench.pool_records([("a.json", _run(0, 1, 0.5, 1)), ("b.json", _run(0, 1, 0.5, 1))])
+    merged = _run(1, 1, 0.5, 1)
+    merged["figures"]["merged_from"] = {}
+    with pytest.raises(ValueError, match="--merge"):
+        bench.pool_records([("a.json", _run(0, 1, 0.5, 1)), ("b.json", merged)])
+    with pytest.raises(ValueError, match="at least two"):
+        bench.pool_records([("a.json", _run(0, 1, 0.5, 1))])
