@@ -17,8 +17,11 @@ keep in deployment. Training, validation-free evaluation and test samples use di
 Training uses the same task at 128 tokens (16 pairs, 64 filler tokens, 16 queries): the model has no positional
 encoding, so it is evaluated at 512 tokens with more filler; one block with the decoder's token shift (which gives
 each value token its key, the previous-token step associative recall needs), d_model 64, AdamW lr 3e-3 with a
-50-step linear warm-up, batch 32, 1500 steps. This setup was sized on full KV alone, before any other kind ran:
-full KV left the loss plateau near step 1050 and reached 0.99 recall at 512 tokens by step 1200.
+50-step linear warm-up, batch 32, 3000 steps. The first size, 1500 steps, was set on full KV's seed 0 alone (it
+left the loss plateau near step 1050); validation traces (``--trace-every``) of seeds 1 and 2 then showed full KV
+still on the plateau at step 1500 on both (it left it between steps 1500 and 1750) and ARM leaving it between
+1250 and 1750, its validation recall near flat from step 2250: 3000 steps, chosen on those traces (validation
+sequences, full KV and fixed-read ARM only) before any 3000-step test figure of another kind existed.
 KV budgets per head: 1/16, 1/8 and 1/4 of the sequence (32, 64, 128 tokens); ARM uses a quarter of the budget
 as its exact window and the rest as slots in 4 clusters. H2O protects the same recent window, SnapKV observes
 ``min(16, budget / 4)`` queries.
@@ -36,11 +39,11 @@ A validity target, full KV's recall >= 0.5, says whether the training budget suf
 when it is missed the recall comparisons are between untrained models and show nothing.
 
 ``--quick`` is a smoke run of the same code paths (budget 1/8, one seed, 100 steps of 16, 32 test sequences,
-a few minutes): too short for any kind to learn MQAR (full KV leaves its loss plateau after about 1000 steps),
+a few minutes): too short for any kind to learn MQAR (full KV leaves its loss plateau after 1000-1750 steps),
 so its validity target is missed by design and its recall rows show nothing. The measured comparison is
-``--budget-1-8-only --seeds 1`` (every kind 1500 steps of 32, about an hour on two shared cores) or the full
-size: three budgets, two seeds, 128 test sequences, plus byte perplexity (300 steps of 8 chunks), several
-hours on a CPU.
+``--budget-1-8-only --seed S --seeds 1`` for S = 0 and 1 on two cores (every kind 3000 steps of 32, about 45
+minutes each), joined by ``--pool``, or the full size: three budgets, two seeds, 128 test sequences, plus byte
+perplexity (300 steps of 8 chunks), several hours on a CPU.
 
 ``--kinds a,b`` runs only those kinds (``snapkv``/``h2o`` train full KV, ``arm_top_p`` trains ``arm_fixed``);
 ``--merge STORED.json`` fills every other kind (and the decode cost of kinds not rerun) from an earlier run's JSON
@@ -51,6 +54,9 @@ rerun kinds and the stored file. Use it only with the stored run's size and seed
 training loss and its recall on 32 validation sequences at 512 tokens (their own seed, never the test set), into
 ``figures.traces``: whether and when a kind left MQAR's loss plateau. Probes run under a forked RNG and are not
 timed, so a traced run trains exactly like an untraced one.
+
+``--budgets 1/16,1/4`` runs only those budgets (the targets, all at 1/8, are then ``nan``); ``--text`` adds the byte
+perplexity to a run that would skip it (it trains every kind).
 
 ``--pool A.json B.json ...`` trains nothing: it pools runs of other seeds with the same settings (e.g. two
 ``--seed S --seeds 1`` runs on two cores) into one record, recall mean and spread over all their seeds, targets
@@ -460,7 +466,17 @@ def main() -> None:
         help=f"comma-separated subset of {EVALUATED} to run (snapkv/h2o train full, arm_top_p trains arm_fixed)",
     )
     parser.add_argument(
-        "--steps", type=int, default=None, help="training steps of every kind (default 1500, --quick 100)"
+        "--budgets",
+        default=None,
+        help="comma-separated KV budgets from 1/16,1/8,1/4 to run (default: all three at full size)",
+    )
+    parser.add_argument(
+        "--text",
+        action="store_true",
+        help="also measure byte perplexity at budget 1/8 (on by default only at full size, all budgets and kinds)",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="training steps of every kind (default 3000, --quick 100)"
     )
     parser.add_argument(
         "--trace-every",
@@ -508,10 +524,20 @@ def main() -> None:
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     quick = args.quick
     budgets = {"1/16": SEQ // 16, "1/8": SEQ // 8, "1/4": SEQ // 4}
+    if args.budgets is not None:
+        chosen = [b.strip() for b in args.budgets.split(",") if b.strip()]
+        if not chosen or any(b not in budgets for b in chosen) or args.budget_1_8_only:
+            parser.error(
+                f"--budgets must be a comma-separated subset of {tuple(budgets)} "
+                f"(without --budget-1-8-only), got {args.budgets!r}"
+            )
+        budgets = {b: budgets[b] for b in budgets if b in chosen}
     if quick or args.budget_1_8_only:
         budgets = {"1/8": budgets["1/8"]}
+    if args.text and kinds != EVALUATED:
+        parser.error("--text trains every kind: it cannot be combined with --kinds")
     seeds = [args.seed + i for i in range(1 if quick else args.seeds)]
-    steps, batch, layers, n_eval = (100, 16, 1, 32) if quick else (1500, 32, 1, 64 if args.budget_1_8_only else 128)
+    steps, batch, layers, n_eval = (100, 16, 1, 32) if quick else (3000, 32, 1, 64 if args.budget_1_8_only else 128)
     steps = args.steps or steps
     runs: dict[str, list[dict[str, dict[str, float]]]] = {}
     traces: dict[str, list[dict[str, float]]] = {}
@@ -530,7 +556,7 @@ def main() -> None:
         }
     )
     perplexity: dict[str, float] = {}
-    if not quick and not args.budget_1_8_only and kinds == EVALUATED:
+    if args.text or (not quick and not args.budget_1_8_only and args.budgets is None and kinds == EVALUATED):
         perplexity = _text_run(SEQ // 8, args.seed, 300, 8, layers, 16)
         print(markdown_table([{"kind": k, "byte_ppl_1_8": v} for k, v in perplexity.items()]))
     cost = []
@@ -553,6 +579,7 @@ def main() -> None:
             "lr": LR,
             "warmup": WARMUP,
             "seeds": seeds,
+            "budgets": list(budgets),
             "arm_learned": {**_attention("arm_learned", SEQ // 8)[1], **ARM_LEARNED_TRAINING},
         },
         "mqar": table,
