@@ -41,7 +41,7 @@ when it is missed the recall comparisons are between untrained models and show n
 ``--quick`` is a smoke run of the same code paths (budget 1/8, one seed, 100 steps of 16, 32 test sequences,
 a few minutes): too short for any kind to learn MQAR (full KV leaves its loss plateau after 1000-1750 steps),
 so its validity target is missed by design and its recall rows show nothing. The measured comparison is
-``--budget-1-8-only --seed S --seeds 1`` for S = 0 and 1 on two cores (every kind 3000 steps of 32, about 45
+``--budget-1-8-only --seed S --seeds 1`` for S = 0 and 1 on two cores (every kind 3000 steps of 32, about 50
 minutes each), joined by ``--pool``, or the full size: three budgets, two seeds, 128 test sequences, plus byte
 perplexity (300 steps of 8 chunks), several hours on a CPU.
 
