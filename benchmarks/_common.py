@@ -22,6 +22,7 @@ import torch
 
 __all__ = [
     "benchmark_parser",
+    "check_poolable",
     "check_targets",
     "markdown_table",
     "print_targets",
@@ -144,3 +145,60 @@ def write_json(path: Path | None, name: str, figures: dict[str, Any], args: argp
         "figures": figures,
     }
     path.write_text(json.dumps(record, indent=2, default=str))
+
+
+def check_poolable(
+    records: Sequence[tuple[str, dict[str, Any]]],
+    benchmark: str,
+    settings_key: str,
+    seeds_key: str,
+    ignore: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Check that JSON records are runs of ``benchmark`` with the same settings and no seed twice.
+
+    Args:
+        records: ``(name, record)`` pairs as written by :func:`write_json`.
+        benchmark: the benchmark every record must be of.
+        settings_key: the key of ``figures`` holding the run's settings (``"settings"``, ``"config"``).
+        seeds_key: the key of those settings listing the run's seeds (not compared).
+        ignore: other settings that may differ between the runs (not compared).
+
+    Returns:
+        The first record's settings without ``seeds_key`` and ``ignore``.
+
+    Raises:
+        ValueError: no record, a record of another benchmark, a setting that differs (naming both records and
+            the setting), or a seed in two records (naming both).
+
+    Example:
+        >>> rec = lambda steps, seeds: {"benchmark": "b", "figures": {"config": {"steps": steps, "seeds": seeds}}}
+        >>> check_poolable([("a", rec(8, [0])), ("b", rec(8, [1]))], "b", "config", "seeds")
+        {'steps': 8}
+        >>> check_poolable([("a", rec(8, [0])), ("b", rec(16, [1]))], "b", "config", "seeds")
+        Traceback (most recent call last):
+        ValueError: b was run with steps=16 but a with steps=8; only runs with the same settings can be pooled
+    """
+    if not records:
+        raise ValueError(f"pooling {benchmark} runs needs at least one JSON record")
+    reference: dict[str, Any] | None = None
+    first = ""
+    owner: dict[int, str] = {}
+    for name, record in records:
+        if record.get("benchmark") != benchmark:
+            raise ValueError(f"{name} is a record of {record.get('benchmark')!r}, not of {benchmark}")
+        full = record["figures"][settings_key]
+        settings = {k: v for k, v in full.items() if k != seeds_key and k not in ignore}
+        if reference is None:
+            reference, first = settings, name
+        for key in sorted(set(reference) | set(settings)):
+            if reference.get(key) != settings.get(key):
+                raise ValueError(
+                    f"{name} was run with {key}={settings.get(key)!r} but {first} with {key}={reference.get(key)!r}; "
+                    "only runs with the same settings can be pooled"
+                )
+        for seed in full[seeds_key]:
+            if seed in owner:
+                raise ValueError(f"seed {seed} is in both {owner[seed]} and {name}; pool each seed once")
+            owner[seed] = name
+    assert reference is not None
+    return reference

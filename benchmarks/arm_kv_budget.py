@@ -82,7 +82,16 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
+from benchmarks._common import (
+    benchmark_parser,
+    check_poolable,
+    markdown_table,
+    print_targets,
+    ratio,
+    target,
+    worst,
+    write_json,
+)
 from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import load_stdlib_bytes, make_recall_batch
 from lightning_icml26.metrics.functional import kv_cache_bytes
@@ -397,30 +406,25 @@ def _seed_values(path: str, row: dict[str, Any], figures: dict[str, Any]) -> lis
 def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The figures of several runs of other seeds with the same settings, pooled as one run of all their seeds.
 
-    Every record must be an ``arm_kv_budget`` run (not a ``--merge``), with the same ``config`` apart from its
-    seeds, no seed twice, and the same kinds and budgets; otherwise ``ValueError`` names the file and what
-    differs. Recall rows are pooled per seed (:func:`summarize`), decode times averaged over the runs (KV bytes
-    are the same), traces joined; targets are recomputed.
+    Every record must be an ``arm_kv_budget`` run (not a ``--merge``, no byte perplexity), with the same
+    ``config`` apart from its seeds, no seed twice (``check_poolable``), and the same kinds and budgets; otherwise
+    ``ValueError`` names the file and what differs. Recall rows are pooled per seed (:func:`summarize`), decode
+    times averaged over the runs (KV bytes are the same), traces joined; targets are recomputed.
     """
     if len(records) < 2:
         raise ValueError(f"--pool needs at least two JSON files, got {len(records)}")
+    check_poolable(records, "arm_kv_budget", "config", "seeds")
     first_path, first = records[0]
-    config = {k: v for k, v in first["figures"]["config"].items() if k != "seeds"}
     seeds: list[int] = []
     per_seed: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     cost: dict[tuple[str, int], list[dict[str, Any]]] = {}
     traces: dict[str, Any] = {}
     for path, record in records:
-        figures = record.get("figures", {})
-        if record.get("benchmark") != "arm_kv_budget" or "merged_from" in figures:
-            raise ValueError(f"--pool takes plain arm_kv_budget runs; {path} is not one (or was made with --merge)")
-        other = {k: v for k, v in figures["config"].items() if k != "seeds"}
-        differing = sorted(k for k in config.keys() | other.keys() if config.get(k) != other.get(k))
-        if differing:
-            raise ValueError(f"--pool: {path} has other settings than {first_path}: {differing}")
-        repeated = sorted(set(seeds) & set(figures["config"]["seeds"]))
-        if repeated:
-            raise ValueError(f"--pool: seeds {repeated} of {path} are already in an earlier file")
+        figures = record["figures"]
+        if "merged_from" in figures:
+            raise ValueError(f"--pool takes plain runs; {path} was made with --merge")
+        if figures.get("byte_perplexity_1_8"):
+            raise ValueError(f"--pool covers MQAR and decode cost only; {path} holds byte perplexity")
         seeds += figures["config"]["seeds"]
         keys = {(row["budget"], row["kind"]) for row in figures["mqar"]}
         if per_seed and keys != set(per_seed):
@@ -500,6 +504,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.pool is not None:
+        training = [f for f in ("quick", "budget_1_8_only", "budgets", "text", "steps", "merge") if getattr(args, f)]
+        if training or args.trace_every or args.kinds != ",".join(EVALUATED):
+            parser.error(f"--pool trains nothing: drop the training options {training or ['--kinds/--trace-every']}")
         try:
             pooled = pool_records([(str(path), json.loads(path.read_text())) for path in args.pool])
         except ValueError as err:
@@ -526,10 +533,10 @@ def main() -> None:
     budgets = {"1/16": SEQ // 16, "1/8": SEQ // 8, "1/4": SEQ // 4}
     if args.budgets is not None:
         chosen = [b.strip() for b in args.budgets.split(",") if b.strip()]
-        if not chosen or any(b not in budgets for b in chosen) or args.budget_1_8_only:
+        if not chosen or any(b not in budgets for b in chosen) or args.budget_1_8_only or quick:
             parser.error(
                 f"--budgets must be a comma-separated subset of {tuple(budgets)} "
-                f"(without --budget-1-8-only), got {args.budgets!r}"
+                f"(without --budget-1-8-only or --quick), got {args.budgets!r}"
             )
         budgets = {b: budgets[b] for b in budgets if b in chosen}
     if quick or args.budget_1_8_only:

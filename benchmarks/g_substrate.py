@@ -75,7 +75,15 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, worst, write_json
+from benchmarks._common import (
+    benchmark_parser,
+    check_poolable,
+    markdown_table,
+    print_targets,
+    target,
+    worst,
+    write_json,
+)
 from lightning_icml26.data.graph_substrate import (
     GraphSubstrateDataModule,
     GraphTask,
@@ -633,35 +641,19 @@ def combine_records(records: list[tuple[str, dict[str, Any]]]) -> tuple[list[dic
     """
     if not records:
         raise ValueError("--combine needs at least one JSON record")
-    pooled: dict[int, tuple[str, dict]] = {}
-    reference: dict[str, Any] | None = None
-    first = ""
+    reference = check_poolable(records, "g_substrate", "settings", "seeds_done", ignore=_POOLABLE)
+    pooled: dict[int, dict] = {}
     for name, record in records:
-        if record.get("benchmark") != "g_substrate":
-            raise ValueError(f"{name} is a record of {record.get('benchmark')!r}, not of g_substrate")
         figures = record["figures"]
-        settings = {k: v for k, v in figures["settings"].items() if k not in _POOLABLE}
-        if reference is None:
-            reference, first = settings, name
-        for key in sorted(set(reference) | set(settings)):
-            if reference.get(key) != settings.get(key):
-                raise ValueError(
-                    f"{name} was run with {key}={settings.get(key)!r} but {first} with {key}={reference.get(key)!r}; "
-                    "only runs with the same settings can be pooled"
-                )
         seeds = figures["settings"]["seeds_done"]
         if len(seeds) != len(figures["per_seed"]):
             raise ValueError(f"{name} lists {len(seeds)} seeds but holds {len(figures['per_seed'])} results")
-        for seed, result in zip(seeds, figures["per_seed"], strict=True):
-            if seed in pooled:
-                raise ValueError(f"seed {seed} is in both {pooled[seed][0]} and {name}; pool each seed once")
-            pooled[seed] = (name, result)
-    assert reference is not None
+        pooled |= dict(zip(seeds, figures["per_seed"], strict=True))
     order = sorted(pooled)
     settings = reference | {
         "seeds_planned": len(order), "seeds_done": order, "combined_from": [name for name, _ in records],
     }  # fmt: skip
-    return [pooled[seed][1] for seed in order], order, settings
+    return [pooled[seed] for seed in order], order, settings
 
 
 def paired_difference(per_seed: list[dict], a: str, b: str, key: str = "mean_em") -> dict[str, Any]:
