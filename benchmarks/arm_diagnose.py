@@ -35,7 +35,8 @@ With ``--read-policy learned`` (kind ``arm_balanced``) it also prints the read: 
 each budget on the query tokens (``p_budget_b``), its mean slots read (``own_slots``), the recall the same weights
 reach when reading the top ``b`` clusters by the fixed rule (``needed_b``) and the policy's gradient norm
 (``g_policy``); ``--read-cost`` sets its cost and ``--cost-start``/``--cost-ramp`` the warm-up of
-``read_cost_at`` (our addition).
+``read_cost_at`` (our addition); ``--freeze-policy`` keeps the policy at its initial choices, with a zero gradient,
+while that cost is 0 (``ARMAttention.train_read_policy``, our addition).
 
 The recall targets need the full-size setting (``--steps 1200``, a few hours on two shared cores with the three
 kinds); ``--quick`` (40 steps of 16) learns nothing and checks only the routing claims and the plumbing.
@@ -311,6 +312,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--cost-ramp", type=float, default=0.1, help="fraction of training of the cost's ramp")
     parser.add_argument(
+        "--freeze-policy",
+        action="store_true",
+        help="kind arm_balanced: no gradient to the learned read policy while the read cost is 0 (needs --cost-start)",
+    )
+    parser.add_argument(
         "--slot-balance", type=float, default=1.0, help="kind arm_balanced: weight of the slot balance loss"
     )
     parser.add_argument(
@@ -367,6 +373,8 @@ def train_kind(
         if kind == "arm_balanced" and args.cost_start is not None:
             for layer in model.arm_layers():
                 layer.budget_cost = read_cost_at(step, args.steps, args.read_cost, args.cost_start, args.cost_ramp)
+                if args.freeze_policy:
+                    layer.train_read_policy = layer.budget_cost > 0
         if args.noise_end is not None:
             frac = min(1.0, step / (args.steps / 2))
             sharpen[0] = 1.0 / (1.0 + frac * (args.noise_end - 1.0))
@@ -447,7 +455,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    args = _parser().parse_args()
+    parser = _parser()
+    args = parser.parse_args()
+    if args.freeze_policy and (args.cost_start is None or args.read_policy != "learned"):
+        parser.error(
+            "--freeze-policy needs --read-policy learned and --cost-start (it freezes the policy while the cost is 0)"
+        )
     if args.quick:
         args.steps, args.every, args.batch = 40, 20, 16
     figures = run(args)

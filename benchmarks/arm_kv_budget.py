@@ -4,8 +4,10 @@ One ``ARMDecoder`` architecture, the attention kind the only difference, every t
 same steps on the same batches (same seed). Kinds: full KV (upper bound), StreamingLLM (4 sinks + window),
 SnapKV- and H2O-style eviction (training-free: the full model's weights with an evicting decode cache), Gated
 Slot Attention, ARM with a fixed read (all clusters), ARM with a top-p read (the fixed model's weights, reading
-clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training, read cost 0.05,
-off for the first 3/4 of training: ``ARM_LEARNED_TRAINING``).
+clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training, read cost 2.0,
+off for the first 3/4 of training, the policy frozen at its initial choices until then: ``ARM_LEARNED_TRAINING``).
+Runs before 2026-12-05 10:00 UTC trained the learned read with cost 0.05 and a policy trained from the start (their
+JSON's ``config.arm_learned`` says which).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md).
 
@@ -108,11 +110,14 @@ COST_KINDS = ("full", "streaming", "gsa", "arm_fixed")
 # training (no Gumbel noise; the router keeps its straight-through gradient) and a slot-level balance loss.
 # Chosen on ``benchmarks/arm_diagnose.py`` (64 tokens, 8 pairs, its own data), before this benchmark ran with
 # them: with the standard Gumbel noise ARM stayed at chance there and here.
-ARM_BUDGET_COST = 0.05  # the learned read policy's cost per share of the slots read
+# The learned read policy's cost per share of the slots read: the smallest of 0.2, 0.5, 1 and 2 with which the
+# policy read at most half the slots on ``arm_diagnose.py --freeze-policy`` (2026-12-05, docs/arm.md); was 0.05.
+ARM_BUDGET_COST = 2.0
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0}
 # The learned read policy's cost schedule (``read_cost_at``, our addition): no cost for the first ``start`` of
-# training, then linear to the full cost over ``ramp``. Chosen on ``benchmarks/arm_diagnose.py`` (see docs/arm.md).
-ARM_LEARNED_TRAINING: dict[str, float] = {"cost_start": 0.75, "cost_ramp": 0.1}
+# training, then linear to the full cost over ``ramp``; with ``freeze_policy`` the policy keeps its initial choices
+# (zero gradient) while the cost is 0. Chosen on ``benchmarks/arm_diagnose.py`` (see docs/arm.md).
+ARM_LEARNED_TRAINING: dict[str, float | bool] = {"cost_start": 0.75, "cost_ramp": 0.1, "freeze_policy": True}
 VAL_SEQUENCES = 32  # validation sequences of the ``--trace-every`` probe (their own seed, never the test set)
 
 
@@ -175,9 +180,11 @@ def _train(
                     step,
                     len(batches),
                     ARM_BUDGET_COST,
-                    ARM_LEARNED_TRAINING["cost_start"],
-                    ARM_LEARNED_TRAINING["cost_ramp"],
+                    float(ARM_LEARNED_TRAINING["cost_start"]),
+                    float(ARM_LEARNED_TRAINING["cost_ramp"]),
                 )
+                if ARM_LEARNED_TRAINING["freeze_policy"]:
+                    layer.train_read_policy = layer.budget_cost > 0
         logits = model(batch["input_ids"])
         loss = F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
         opt.zero_grad()
@@ -188,10 +195,14 @@ def _train(
         if probe is not None and (step + 1) % probe.every == 0:
             began = time.perf_counter()
             with torch.random.fork_rng(devices=[]):
-                recall = _decode_eval(model, probe.ids, probe.labels, probe.start)["acc"]
+                scores = _decode_eval(model, probe.ids, probe.labels, probe.start)
             model.train()
-            trace.append({"step": step + 1, "train_loss": statistics.fmean(losses), "val_recall": recall})
-            print(f"    step {step + 1}: loss {trace[-1]['train_loss']:.3f} val recall {recall:.3f}", flush=True)
+            recall, slots = scores["acc"], scores["slots"]
+            trace.append(
+                {"step": step + 1, "train_loss": statistics.fmean(losses), "val_recall": recall, "val_slots": slots}
+            )
+            read = "" if math.isnan(slots) else f", {slots:.1f} slots read"
+            print(f"    step {step + 1}: loss {trace[-1]['train_loss']:.3f} val recall {recall:.3f}{read}", flush=True)
             losses = []
             probing += time.perf_counter() - began
     return time.perf_counter() - start - probing, trace

@@ -33,6 +33,9 @@ class ReadCostScheduler(Callback):
         total_steps: optimizer steps of the whole run (>= 1), or ``None`` for the trainer's
             ``estimated_stepping_batches``.
         log: log the first layer's cost as ``read_cost``.
+        freeze_policy: also set each layer's ``train_read_policy`` to ``cost > 0``: while the cost is 0 the
+            policy keeps its initial, spread choices and receives a zero gradient (our addition, off by default;
+            without it the task alone trains the policy to read every cluster before the cost begins).
 
     Raises:
         ValueError: an argument out of range (naming it), an unbounded run with ``total_steps=None``, or a module
@@ -51,6 +54,7 @@ class ReadCostScheduler(Callback):
         ramp: float = 0.1,
         total_steps: int | None = None,
         log: bool = True,
+        freeze_policy: bool = False,
     ) -> None:
         if budget_cost is not None and (isinstance(budget_cost, bool) or not budget_cost >= 0):
             raise ValueError(f"budget_cost must be None or a number >= 0, got {budget_cost!r}")
@@ -59,7 +63,10 @@ class ReadCostScheduler(Callback):
         # read_cost_at validates start, ramp and total_steps with errors naming them
         read_cost_at(0, 1 if total_steps is None else total_steps, 0.0, start, ramp)
         self.budget_cost = None if budget_cost is None else float(budget_cost)
+        if not isinstance(freeze_policy, bool):
+            raise ValueError(f"freeze_policy must be a bool, got {freeze_policy!r}")
         self.start, self.ramp, self.total_steps, self.log = float(start), float(ramp), total_steps, log
+        self.freeze_policy = freeze_policy
         self.targets: list[float] | None = None
         self.run_steps: int | None = None
         self.cost: float | None = None
@@ -124,6 +131,8 @@ class ReadCostScheduler(Callback):
         costs = [self.cost_at(trainer.global_step, target) for target in self.targets]
         for layer, cost in zip(self.learned_layers(pl_module), costs, strict=True):
             layer.budget_cost = cost
+            if self.freeze_policy:
+                layer.train_read_policy = cost > 0
         self.cost = costs[0]
         if self.log:
             pl_module.log("read_cost", self.cost, on_step=True, on_epoch=False)

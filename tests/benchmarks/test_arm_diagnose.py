@@ -106,3 +106,21 @@ def test_tiny_run_writes_the_json(tmp_path: Path) -> None:
     diag.write_json(path, "arm_diagnose", figures, args)
     record = json.loads(path.read_text())
     assert record["figures"]["targets"]["hard_choice_same_at_both_taus"]["met"] is True
+
+
+def test_freeze_policy_gives_the_read_policy_no_gradient_until_its_cost_starts() -> None:
+    argv = ["--steps", "4", "--every", "1", "--batch", "4", "--kinds", "arm_balanced", "--read-policy", "learned",
+            "--read-cost", "0.5", "--cost-start", "0.5", "--cost-ramp", "0"]  # fmt: skip
+    train = diag.make_recall_batch("mqar", 16, diag.SEQ, diag.PAIRS, seed=11)
+    probe = diag.make_recall_batch("mqar", 4, diag.SEQ, diag.PAIRS, seed=12)
+    _, frozen = diag.train_kind("arm_balanced", diag._parser().parse_args([*argv, "--freeze-policy"]), train, probe)
+    _, free = diag.train_kind("arm_balanced", diag._parser().parse_args(argv), train, probe)
+    assert [row["g_policy"] == 0.0 for row in frozen] == [True, True, False, False]  # cost 0 at steps 0 and 1
+    assert all(row["g_policy"] > 0 for row in free)  # without it the task trains the policy from the start
+
+
+def test_freeze_policy_needs_a_cost_warm_up(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr("sys.argv", ["arm_diagnose.py", "--read-policy", "learned", "--freeze-policy"])
+    with pytest.raises(SystemExit):
+        diag.main()
+    assert "--freeze-policy needs --read-policy learned and --cost-start" in capsys.readouterr().err

@@ -25,9 +25,11 @@ class _Tiny(pl.LightningModule):
         self.b = ARMAttention(1, 4, budget_cost=0.2, layer_idx=1, **kw)  # type: ignore[arg-type]
         self.fixed = ARMAttention(1, 4, num_slots=4, num_clusters=2, window=2, budget_cost=0.3)
         self.seen: list[tuple[float, float, float]] = []
+        self.trained: list[tuple[bool, bool]] = []
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
         self.seen.append((self.a.budget_cost, self.b.budget_cost, self.fixed.budget_cost))
+        self.trained.append((self.a.train_read_policy, self.b.train_read_policy))
         torch.manual_seed(1000 + self.global_step)  # the same Gumbel draws in a resumed run
         (x,) = batch
         out = self.b(self.a(x, x, x), x, x)
@@ -89,6 +91,27 @@ def test_explicit_target_and_length_override_the_layers_and_the_trainer(tmp_path
     assert [row[:2] for row in model.seen] == [(0.0, 0.0), (0.0, 0.0), (0.1, 0.1), (0.1, 0.1)]
 
 
+def test_freeze_policy_trains_the_policy_only_while_its_cost_is_on(tmp_path: Path) -> None:
+    model = _Tiny()
+    assert model.a.policy is not None
+    before = [p.detach().clone() for p in model.a.policy.parameters()]
+    slot_before = model.a.w_slot.detach().clone()
+    cb = ReadCostScheduler(budget_cost=0.1, start=0.5, ramp=0.0, total_steps=8, log=False, freeze_policy=True)
+    _trainer(tmp_path, 4, cb).fit(model, _loader())  # 4 of 8 steps: the cost never starts
+    assert model.trained == [(False, False)] * 4
+    for old, new in zip(before, model.a.policy.parameters(), strict=True):
+        torch.testing.assert_close(new.detach(), old, rtol=0, atol=0)  # Adam with an exact zero gradient
+    assert not torch.equal(model.a.w_slot.detach(), slot_before)  # the rest of the layer trained
+    model = _Tiny()
+    cb = ReadCostScheduler(budget_cost=0.1, start=0.5, ramp=0.25, total_steps=8, log=False, freeze_policy=True)
+    _trainer(tmp_path, 8, cb).fit(model, _loader())
+    assert model.trained == [(cost > 0, cost > 0) for cost, _, _ in model.seen]
+    assert [t[0] for t in model.trained] == [False] * 5 + [True] * 3  # step 4 is the ramp's first, at cost 0
+    model = _Tiny()
+    _trainer(tmp_path, 2, ReadCostScheduler(start=0.5, total_steps=8, log=False)).fit(model, _loader())
+    assert model.trained == [(True, True)] * 2  # off by default: the task trains the policy before the cost
+
+
 def test_stop_and_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     def fit(root: Path, epochs: int, save: bool, ckpt: Path | None = None, model: _Tiny | None = None) -> _Tiny:
         model = model or _Tiny()
@@ -132,6 +155,8 @@ def test_errors() -> None:
         ReadCostScheduler(total_steps=0)
     with pytest.raises(ValueError, match="total_steps"):
         ReadCostScheduler(total_steps=2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="freeze_policy must be a bool"):
+        ReadCostScheduler(freeze_policy="yes")  # type: ignore[arg-type]
     fixed_only = pl.LightningModule()
     fixed_only.layer = ARMAttention(1, 4, num_slots=4, num_clusters=2, window=2)
     with pytest.raises(ValueError, match=r"no ARMAttention with read_policy='learned'.*1 ARM layer.*\['fixed'\]"):

@@ -351,6 +351,30 @@ def test_learned_read_policy_gets_the_straight_through_gradient_of_the_task() ->
     assert first.weight.grad.abs().sum() > 0
 
 
+def test_frozen_read_policy_reads_the_same_and_gets_an_exact_zero_gradient() -> None:
+    q, k, v = (t.requires_grad_() for t in _qkv(12, seed=5))
+    runs = {}
+    for trainable in (True, False):
+        attn = _layer(read_policy="learned", budget_cost=0.3, noise_scale=0.0).train()
+        attn.generator = torch.Generator().manual_seed(2)  # the same policy draws in both runs
+        attn.train_read_policy = trainable
+        out = attn(q, k, v)
+        (out.square().sum() + attn.last_aux_loss).backward()
+        assert attn.policy is not None
+        grads = [p.grad for p in attn.policy.parameters() if p.grad is not None]
+        assert len(grads) == 4  # still in the graph: DDP reduces every parameter
+        runs[trainable] = (out.detach(), float(attn.last_aux_loss), grads, attn.w_slot.grad)
+        q.grad = k.grad = v.grad = None
+    out_on, cost_on, grads_on, slot_on = runs[True]
+    out_off, cost_off, grads_off, slot_off = runs[False]
+    torch.testing.assert_close(out_off, out_on)  # the same choices select the same read
+    assert cost_off == pytest.approx(cost_on)
+    assert all(float(g.abs().sum()) == 0.0 for g in grads_off)
+    assert sum(float(g.abs().sum()) for g in grads_on) > 0.0
+    assert slot_off is not None
+    assert slot_off.abs().sum() > 0  # the rest of the layer still trains
+
+
 def test_learned_read_cost_is_the_expected_share_of_slots_read() -> None:
     attn = _layer(read_policy="learned", budget_cost=0.3, noise_scale=0.0).train()
     attn.generator = torch.Generator().manual_seed(1)

@@ -143,7 +143,11 @@ class ARMAttention(nn.Module):
           The learned policy's cost can be warmed up with :func:`read_cost_at` (set ``budget_cost`` before each
           training step): with a constant cost the policy reads one cluster for every query before the model has
           learned to use its memory (the cost's gradient is the only consistent one during the task's loss
-          plateau), and the model then learns with that read.
+          plateau), and the model then learns with that read. ``train_read_policy = False`` (set by
+          :class:`~lightning_icml26.callbacks.ReadCostScheduler` while the cost is 0, with
+          ``freeze_policy=True``) keeps the policy's initial choices and gives its MLP a zero gradient: the model
+          trains under a spread of read budgets, and the policy meets its cost unsaturated instead of having
+          learned, cost-free, to read everything.
         * The parallel form scans the writes token by token (O(T) small steps on the routed slot only,
           vectorised over batch and heads: the gate reads the slot's old key, so the scan is sequential), keeps
           the value written at each step, and reads through ``(T x T)`` score and weight matrices indexed by each
@@ -175,6 +179,9 @@ class ARMAttention(nn.Module):
         generator: optional ``torch.Generator`` for the Gumbel noise (``None``: the global RNG).
         last_aux_loss: read-cost plus load-balancing loss of the last call (add it to the training loss).
         last_slots_read: mean slots read per query in the last call.
+        train_read_policy: ``True`` (default): the learned policy trains through its relaxation and cost.
+            ``False``: its logits are detached (its MLP receives an exact zero gradient, so DDP still reduces
+            every parameter) while its choices still select the read.
 
     Example:
         >>> attn = ARMAttention(num_heads=2, head_dim=8, num_slots=8, num_clusters=2, window=4).eval()
@@ -254,6 +261,7 @@ class ARMAttention(nn.Module):
             else None
         )
         self.generator: torch.Generator | None = None
+        self.train_read_policy = True
         self.last_aux_loss: Tensor = torch.zeros(())
         self.last_slots_read: Tensor = torch.zeros(())
 
@@ -364,6 +372,8 @@ class ARMAttention(nn.Module):
         entropy = -(probs * probs.clamp_min(torch.finfo(probs.dtype).tiny).log()).sum(-1, keepdim=True)
         layer = torch.full_like(entropy, float(self.layer_idx))
         logits = self.policy(torch.cat([q, entropy, layer], dim=-1))
+        if not self.train_read_policy:
+            logits = logits.detach() + 0.0 * logits  # exact zero gradient, parameters stay in the graph
         choice = gumbel_select(logits, self.tau, self.training, self.generator)
         sizes = torch.tensor(self.budgets, dtype=q.dtype, device=q.device) * per
         out = sum(choice[..., i, None] * attend(rank < b) for i, b in enumerate(self.budgets))
