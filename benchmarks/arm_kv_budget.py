@@ -6,8 +6,8 @@ SnapKV- and H2O-style eviction (training-free: the full model's weights with an 
 Slot Attention, ARM with a fixed read (all clusters), ARM with a top-p read (the fixed model's weights, reading
 clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training, read cost 2.0,
 off for the first 3/4 of training, the policy frozen at its initial choices until then: ``ARM_LEARNED_TRAINING``).
-Runs before 2026-12-05 10:00 UTC trained the learned read with cost 0.05 and a policy trained from the start (their
-JSON's ``config.arm_learned`` says which).
+Runs started before 2026-12-05 09:40 UTC trained the learned read with cost 0.05 and a policy trained from the
+start (their JSON's ``config.arm_learned`` says which).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md).
 
@@ -116,7 +116,8 @@ ARM_BUDGET_COST = 2.0
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0}
 # The learned read policy's cost schedule (``read_cost_at``, our addition): no cost for the first ``start`` of
 # training, then linear to the full cost over ``ramp``; with ``freeze_policy`` the policy keeps its initial choices
-# (zero gradient) while the cost is 0. Chosen on ``benchmarks/arm_diagnose.py`` (see docs/arm.md).
+# (zero gradient) while the cost is 0. Chosen on ``benchmarks/arm_diagnose.py`` before its control without the
+# freeze ran; that control, at cost 2, read fewer slots per query than the frozen policy (see docs/arm.md).
 ARM_LEARNED_TRAINING: dict[str, float | bool] = {"cost_start": 0.75, "cost_ramp": 0.1, "freeze_policy": True}
 VAL_SEQUENCES = 32  # validation sequences of the ``--trace-every`` probe (their own seed, never the test set)
 

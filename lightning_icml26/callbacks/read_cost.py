@@ -35,7 +35,8 @@ class ReadCostScheduler(Callback):
         log: log the first layer's cost as ``read_cost``.
         freeze_policy: also set each layer's ``train_read_policy`` to ``cost > 0``: while the cost is 0 the
             policy keeps its initial, spread choices and receives a zero gradient (our addition, off by default;
-            without it the task alone trains the policy to read every cluster before the cost begins).
+            without it the task alone trains the policy to read every cluster before the cost begins, which a
+            large enough cost still undoes: see the ARM page of the docs).
 
     Raises:
         ValueError: an argument out of range (naming it), an unbounded run with ``total_steps=None``, or a module

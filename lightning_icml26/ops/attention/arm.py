@@ -145,9 +145,10 @@ class ARMAttention(nn.Module):
           learned to use its memory (the cost's gradient is the only consistent one during the task's loss
           plateau), and the model then learns with that read. ``train_read_policy = False`` (set by
           :class:`~lightning_icml26.callbacks.ReadCostScheduler` while the cost is 0, with
-          ``freeze_policy=True``) keeps the policy's initial choices and gives its MLP a zero gradient: the model
-          trains under a spread of read budgets, and the policy meets its cost unsaturated instead of having
-          learned, cost-free, to read everything.
+          ``freeze_policy=True``) keeps the policy's initial choices and gives its MLP a zero gradient, so the
+          model trains under a spread of read budgets. On the diagnostic it is not needed at a large cost: at
+          ``budget_cost=2`` a policy that had learned, cost-free, to read everything moved within 100 steps of
+          the cost starting and read fewer slots than the frozen one (docs/arm.md).
         * The parallel form scans the writes token by token (O(T) small steps on the routed slot only,
           vectorised over batch and heads: the gate reads the slot's old key, so the scan is sequential), keeps
           the value written at each step, and reads through ``(T x T)`` score and weight matrices indexed by each
