@@ -62,14 +62,23 @@ perplexity to a run that would skip it (it trains every kind).
 
 ``--pool A.json B.json ...`` trains nothing: it pools runs of other seeds with the same settings (e.g. two
 ``--seed S --seeds 1`` runs on two cores) into one record, recall mean and spread over all their seeds, targets
-recomputed; it refuses differing settings, a repeated seed and ``--merge`` records.
+recomputed; it refuses differing settings, a repeated seed and ``--merge`` records. ``--pool A.json B.json --merge
+STORED.json`` then fills the kinds the pooled runs lack from STORED (e.g. two one-seed ``--kinds arm_learned`` runs
+joined with a stored run of every kind).
+
+``--read-cost C``, ``--cost-start F``, ``--[no-]freeze-policy`` and ``--initial-full-read P`` change the learned
+read's training (``LearnedTraining``; defaults ``ARM_LEARNED_TRAINING``); ``config.arm_learned`` records them. While the
+policy is frozen its gradient is zero but AdamW's weight decay (0.01) still shrinks its weights, by about 6.5 % over
+the first 3/4 of a 3000-step run.
 
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
-[--steps N] [--trace-every K]`` or ``python benchmarks/arm_kv_budget.py --pool A.json B.json ... --json OUT``.
+[--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]`` or
+``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--merge STORED.json] --json OUT``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import statistics
@@ -114,19 +123,57 @@ COST_KINDS = ("full", "streaming", "gsa", "arm_fixed")
 # policy read at most half the slots on ``arm_diagnose.py --freeze-policy`` (2026-12-05, docs/arm.md); was 0.05.
 ARM_BUDGET_COST = 2.0
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0}
-# The learned read policy's cost schedule (``read_cost_at``, our addition): no cost for the first ``start`` of
-# training, then linear to the full cost over ``ramp``; with ``freeze_policy`` the policy keeps its initial choices
-# (zero gradient) while the cost is 0. Chosen on ``benchmarks/arm_diagnose.py`` before its control without the
-# freeze ran; that control, at cost 2, read fewer slots per query than the frozen policy (see docs/arm.md).
-ARM_LEARNED_TRAINING: dict[str, float | bool] = {"cost_start": 0.75, "cost_ramp": 0.1, "freeze_policy": True}
+
+
+@dataclass(frozen=True)
+class LearnedTraining:
+    """How the learned read policy is trained (our addition, see ``read_cost_at``; CLI: ``--read-cost`` etc.).
+
+    No cost for the first ``start`` of training, then linear to ``cost`` over ``ramp``; with ``freeze_policy`` the
+    policy keeps its initial choices (zero gradient) while the cost is 0; ``initial_full_read`` is
+    ``ARMAttention``'s (the policy starts on the fixed read with that probability; ``None``: default initialisation).
+
+    Example:
+        >>> LearnedTraining(cost=1.0, start=0.5, ramp=0.1, freeze_policy=False).as_config()["cost_start"]
+        0.5
+    """
+
+    cost: float = ARM_BUDGET_COST
+    start: float = 0.75
+    ramp: float = 0.1
+    freeze_policy: bool = True
+    initial_full_read: float | None = None
+
+    def cost_at(self, step: int, total_steps: int) -> float:
+        """The read cost at ``step`` of ``total_steps``."""
+        return read_cost_at(step, total_steps, self.cost, self.start, self.ramp)
+
+    def as_config(self) -> dict[str, float | bool]:
+        """The settings as stored in a run's ``config.arm_learned``."""
+        config: dict[str, float | bool] = {
+            "budget_cost": self.cost,
+            "cost_start": self.start,
+            "cost_ramp": self.ramp,
+            "freeze_policy": self.freeze_policy,
+        }
+        if self.initial_full_read is not None:  # absent from runs made before the option existed
+            config["initial_full_read"] = self.initial_full_read
+        return config
+
+
+# The default schedule: chosen on ``benchmarks/arm_diagnose.py`` before its control without the freeze ran; that
+# control, at cost 2, read fewer slots per query than the frozen policy (see docs/arm.md).
+ARM_LEARNED_TRAINING = LearnedTraining()
 VAL_SEQUENCES = 32  # validation sequences of the ``--trace-every`` probe (their own seed, never the test set)
 
 
-def _attention(name: str, budget: int) -> tuple[str, dict[str, Any]]:
+def _attention(name: str, budget: int, learned: LearnedTraining = ARM_LEARNED_TRAINING) -> tuple[str, dict[str, Any]]:
     window = budget // 4
     if name.startswith("arm"):
         policy = {"arm_fixed": "fixed", "arm_top_p": "top_p", "arm_learned": "learned"}[name]
-        kwargs = {"window": window, "num_clusters": 4, "read_policy": policy, "budget_cost": ARM_BUDGET_COST}
+        kwargs = {"window": window, "num_clusters": 4, "read_policy": policy, "budget_cost": learned.cost}
+        if policy == "learned" and learned.initial_full_read is not None:
+            kwargs["initial_full_read"] = learned.initial_full_read
         return "arm", {**kwargs, **ARM_ROUTING}
     return name, {
         "streaming": {"sinks": 4},
@@ -135,9 +182,11 @@ def _attention(name: str, budget: int) -> tuple[str, dict[str, Any]]:
     }.get(name, {})
 
 
-def _model(name: str, budget: int, layers: int, seed: int) -> ARMDecoder:
+def _model(
+    name: str, budget: int, layers: int, seed: int, learned: LearnedTraining = ARM_LEARNED_TRAINING
+) -> ARMDecoder:
     torch.manual_seed(seed)
-    kind, kwargs = _attention(name, budget)
+    kind, kwargs = _attention(name, budget, learned)
     return ARMDecoder(
         d_model=64, num_layers=layers, num_heads=4, attention=kind, budget=budget, attention_kwargs=kwargs
     )
@@ -157,9 +206,12 @@ class Probe:
 
 
 def _train(
-    model: ARMDecoder, batches: list[dict[str, torch.Tensor]], probe: Probe | None = None
+    model: ARMDecoder,
+    batches: list[dict[str, torch.Tensor]],
+    probe: Probe | None = None,
+    learned: LearnedTraining = ARM_LEARNED_TRAINING,
 ) -> tuple[float, list[dict[str, float]]]:
-    """Train in place for ``len(batches)`` steps; the learned read policy's cost follows ``ARM_LEARNED_TRAINING``.
+    """Train in place for ``len(batches)`` steps; the learned read policy's cost follows ``learned``.
 
     Returns the training seconds (probes excluded) and, with ``probe``, the trace: after every ``probe.every``
     steps, the mean training loss since the last probe and the validation recall with the decode cache. Probes
@@ -177,14 +229,8 @@ def _train(
         for layer in model.arm_layers():
             layer.tau = sched.tau_at(step)
             if layer.read_policy == "learned":
-                layer.budget_cost = read_cost_at(
-                    step,
-                    len(batches),
-                    ARM_BUDGET_COST,
-                    float(ARM_LEARNED_TRAINING["cost_start"]),
-                    float(ARM_LEARNED_TRAINING["cost_ramp"]),
-                )
-                if ARM_LEARNED_TRAINING["freeze_policy"]:
+                layer.budget_cost = learned.cost_at(step, len(batches))
+                if learned.freeze_policy:
                     layer.train_read_policy = layer.budget_cost > 0
         logits = model(batch["input_ids"])
         loss = F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
@@ -243,6 +289,7 @@ def _mqar_run(
     n_eval: int,
     kinds: tuple[str, ...] = EVALUATED,
     trace_every: int = 0,
+    learned: LearnedTraining = ARM_LEARNED_TRAINING,
 ) -> tuple[dict[str, dict[str, float]], dict[str, list[dict[str, float]]]]:
     """Recall rows of every evaluated kind and, with ``trace_every > 0``, each trained kind's validation trace."""
     train = make_recall_batch("mqar", steps * batch, TRAIN_LEN, PAIRS, seed=1000 * seed + 1)
@@ -259,8 +306,8 @@ def _mqar_run(
         evaluated = [name for name in DERIVED.get(trained_name, (trained_name,)) if name in kinds]
         if not evaluated:
             continue
-        trained = _model(trained_name, budget, layers, seed)
-        seconds, traces[trained_name] = _train(trained, batches, probe)
+        trained = _model(trained_name, budget, layers, seed, learned)
+        seconds, traces[trained_name] = _train(trained, batches, probe, learned)
         for name in evaluated:
             model = _as_eval(trained, name, budget, layers)
             rows[name] = {**_decode_eval(model, test["input_ids"], test["labels"], start), "train_s": seconds}
@@ -268,7 +315,9 @@ def _mqar_run(
     return {name: rows[name] for name in EVALUATED if name in rows}, {k: v for k, v in traces.items() if v}
 
 
-def _text_run(budget: int, seed: int, steps: int, batch: int, layers: int, n_eval: int) -> dict[str, float]:
+def _text_run(
+    budget: int, seed: int, steps: int, batch: int, layers: int, n_eval: int, learned: LearnedTraining
+) -> dict[str, float]:
     data = load_stdlib_bytes(max_bytes=(steps * batch + n_eval) * (SEQ + 1) + 1).long()
     chunks = data[: (data.numel() // (SEQ + 1)) * (SEQ + 1)].view(-1, SEQ + 1)
     tr, te = chunks[: steps * batch], chunks[steps * batch : steps * batch + n_eval]
@@ -278,8 +327,8 @@ def _text_run(budget: int, seed: int, steps: int, batch: int, layers: int, n_eva
     ]
     trained: dict[str, ARMDecoder] = {}
     for name in TRAINED:
-        trained[name] = _model(name, budget, layers, seed)
-        _train(trained[name], batches)
+        trained[name] = _model(name, budget, layers, seed, learned)
+        _train(trained[name], batches, learned=learned)
     source = {"snapkv": "full", "h2o": "full", "arm_top_p": "arm_fixed"}
     out = {}
     for name in EVALUATED:
@@ -470,6 +519,42 @@ def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     }
 
 
+def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> dict[str, Any]:
+    """Pooled figures (:func:`pool_records`) with every kind they lack filled from a stored run's JSON at ``path``.
+
+    The targets are recomputed from both; rows say their ``source`` and the record names the stored run, as a
+    ``--merge`` run does.
+    """
+    kinds = tuple(name for name in EVALUATED if any(row["kind"] == name for row in pooled["mqar"]))
+    table, cost = merge_stored(pooled["mqar"], pooled["decode_cost"], stored, kinds)
+    return {
+        **pooled,
+        "mqar": table,
+        "decode_cost": cost,
+        "targets": compute_targets(table, cost),
+        "rerun_kinds": list(kinds),
+        "merged_from": {"path": path, "command": stored["command"], "time": stored["time"]},
+    }
+
+
+def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learned: LearnedTraining) -> None:
+    """``--pool A.json B.json ... [--merge STORED.json]``: pool runs of other seeds, fill other kinds from STORED."""
+    training = [f for f in ("quick", "budget_1_8_only", "budgets", "text", "steps") if getattr(args, f)]
+    if learned != ARM_LEARNED_TRAINING:
+        training.append("--read-cost/--cost-start/--freeze-policy/--initial-full-read")
+    if training or args.trace_every or args.kinds != ",".join(EVALUATED):
+        parser.error(f"--pool trains nothing: drop the training options {training or ['--kinds/--trace-every']}")
+    try:
+        pooled = pool_records([(str(path), json.loads(path.read_text())) for path in args.pool])
+    except ValueError as err:
+        parser.error(str(err))
+    if args.merge is not None:
+        pooled = merge_pooled(pooled, str(args.merge), json.loads(args.merge.read_text()))
+    print(markdown_table([{k: v for k, v in row.items() if not k.endswith("_per_seed")} for row in pooled["mqar"]]))
+    print_targets(pooled["targets"])
+    write_json(args.json, "arm_kv_budget", pooled, args)
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument(
@@ -501,6 +586,31 @@ def main() -> None:
         help="every K steps, log the training loss and the recall on 32 validation sequences (0: off)",
     )
     parser.add_argument(
+        "--read-cost",
+        type=float,
+        default=ARM_LEARNED_TRAINING.cost,
+        help=f"learned read: cost per share of the slots read (default {ARM_LEARNED_TRAINING.cost})",
+    )
+    parser.add_argument(
+        "--cost-start",
+        type=float,
+        default=ARM_LEARNED_TRAINING.start,
+        help=f"learned read: fraction of training without cost (default {ARM_LEARNED_TRAINING.start})",
+    )
+    parser.add_argument(
+        "--freeze-policy",
+        action=argparse.BooleanOptionalAction,
+        default=ARM_LEARNED_TRAINING.freeze_policy,
+        help="learned read: keep the policy's initial choices while the cost is 0",
+    )
+    parser.add_argument(
+        "--initial-full-read",
+        type=float,
+        default=ARM_LEARNED_TRAINING.initial_full_read,
+        metavar="P",
+        help="learned read: start the policy on the fixed read with probability P in (0, 1) (default: off)",
+    )
+    parser.add_argument(
         "--merge",
         type=Path,
         default=None,
@@ -515,18 +625,18 @@ def main() -> None:
         help="pool the JSON of runs of other seeds with the same settings into one record (nothing is trained)",
     )
     args = parser.parse_args()
+    learned = LearnedTraining(
+        args.read_cost, args.cost_start, ARM_LEARNED_TRAINING.ramp, args.freeze_policy, args.initial_full_read
+    )
     if args.pool is not None:
-        training = [f for f in ("quick", "budget_1_8_only", "budgets", "text", "steps", "merge") if getattr(args, f)]
-        if training or args.trace_every or args.kinds != ",".join(EVALUATED):
-            parser.error(f"--pool trains nothing: drop the training options {training or ['--kinds/--trace-every']}")
-        try:
-            pooled = pool_records([(str(path), json.loads(path.read_text())) for path in args.pool])
-        except ValueError as err:
-            parser.error(str(err))
-        print(markdown_table([{k: v for k, v in row.items() if not k.endswith("_per_seed")} for row in pooled["mqar"]]))
-        print_targets(pooled["targets"])
-        write_json(args.json, "arm_kv_budget", pooled, args)
+        _pool_main(parser, args, learned)
         return
+    try:
+        learned.cost_at(0, 1)
+    except ValueError as err:
+        parser.error(f"--read-cost must be >= 0 and --cost-start in [0, 1]: {err}")
+    if learned.initial_full_read is not None and not 0.0 < learned.initial_full_read < 1.0:
+        parser.error(f"--initial-full-read must be in (0, 1), got {learned.initial_full_read}")
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.steps is not None and args.steps < 1:
@@ -563,7 +673,7 @@ def main() -> None:
     for label, budget in budgets.items():
         runs[label] = []
         for s in seeds:
-            rows, seed_traces = _mqar_run(budget, s, steps, batch, layers, n_eval, kinds, args.trace_every)
+            rows, seed_traces = _mqar_run(budget, s, steps, batch, layers, n_eval, kinds, args.trace_every, learned)
             runs[label].append(rows)
             traces |= {f"{label} {name} seed {s}": trace for name, trace in seed_traces.items()}
         print(f"budget {label} done", flush=True)
@@ -576,7 +686,7 @@ def main() -> None:
     )
     perplexity: dict[str, float] = {}
     if args.text or (not quick and not args.budget_1_8_only and args.budgets is None and kinds == EVALUATED):
-        perplexity = _text_run(SEQ // 8, args.seed, 300, 8, layers, 16)
+        perplexity = _text_run(SEQ // 8, args.seed, 300, 8, layers, 16, learned)
         print(markdown_table([{"kind": k, "byte_ppl_1_8": v} for k, v in perplexity.items()]))
     cost = []
     for name in (k for k in COST_KINDS if k in kinds):
@@ -599,7 +709,7 @@ def main() -> None:
             "warmup": WARMUP,
             "seeds": seeds,
             "budgets": list(budgets),
-            "arm_learned": {**_attention("arm_learned", SEQ // 8)[1], **ARM_LEARNED_TRAINING},
+            "arm_learned": {**_attention("arm_learned", SEQ // 8, learned)[1], **learned.as_config()},
         },
         "mqar": table,
         "traces": traces,

@@ -34,7 +34,8 @@ class ReadCostScheduler(Callback):
             ``estimated_stepping_batches``.
         log: log the first layer's cost as ``read_cost``.
         freeze_policy: also set each layer's ``train_read_policy`` to ``cost > 0``: while the cost is 0 the
-            policy keeps its initial, spread choices and receives a zero gradient (our addition, off by default;
+            policy keeps its initial, spread choices and receives a zero gradient (decoupled weight decay, as in
+            ``AdamW``, still shrinks its weights by ``lr x weight_decay`` per step; our addition, off by default;
             without it the task alone trains the policy to read every cluster before the cost begins, which a
             large enough cost still undoes: see the ARM page of the docs).
 

@@ -120,3 +120,57 @@ def test_pool_refuses_other_settings_repeated_seeds_and_merged_runs() -> None:
         bench.pool_records([("a.json", _run(0, 1, 0.5, 1)), ("g.json", {"benchmark": "g_substrate", "figures": {}})])
     with pytest.raises(ValueError, match="at least two"):
         bench.pool_records([("a.json", _run(0, 1, 0.5, 1))])
+
+
+def test_pooled_runs_of_one_kind_merge_with_a_stored_run() -> None:
+    """``--pool A B --merge STORED``: the pooled kind replaces the stored one, other kinds and targets come along."""
+    learned = [_run(seed, 1.0, 0.5, 1.0) for seed in (0, 1)]
+    for record, recall in zip(learned, (0.3, 0.7), strict=True):
+        record["figures"]["mqar"] = bench.summarize({("1/8", "arm_learned"): [(recall, 12.0 + 12 * recall, 1.0)]})
+        record["figures"]["decode_cost"] = []
+    pooled = bench.pool_records([("a.json", learned[0]), ("b.json", learned[1])])
+    stored = _run(0, 1.0, 0.8, 2.0)
+    merged = bench.merge_pooled(pooled, "s.json", {**stored, "figures": {**stored["figures"]}})
+    rows = {row["kind"]: row for row in merged["mqar"]}
+    assert [(k, r["source"]) for k, r in rows.items()] == [
+        ("full", "stored"),
+        ("arm_fixed", "stored"),
+        ("arm_learned", "rerun"),
+    ]
+    assert rows["arm_learned"]["recall"] == pytest.approx(0.5)
+    assert rows["arm_learned"]["recall_per_seed"] == [0.3, 0.7]
+    targets = merged["targets"]
+    assert targets["fixed_minus_learned_recall_1_8"]["value"] == pytest.approx(0.3)
+    assert targets["learned_slots_fraction_of_fixed_1_8"]["value"] == pytest.approx(18.0 / 48.0)
+    assert targets["arm_decode_time_ratio_2048_over_512"]["value"] == pytest.approx(1.0)  # stored decode cost
+    assert merged["merged_from"]["path"] == "s.json"
+    assert merged["rerun_kinds"] == ["arm_learned"]
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_learned_training_freezes_the_policy_only_while_the_cost_is_zero(freeze: bool) -> None:
+    """With the cost off all run long, a frozen policy only decays (AdamW, zero gradient); unfrozen, it trains."""
+    data = make_recall_batch("mqar", 3 * 2, 32, 4, seed=5)
+    batches = [{k: v[2 * i : 2 * i + 2] for k, v in data.items()} for i in range(3)]
+    torch.manual_seed(0)
+    model = bench.ARMDecoder(
+        d_model=16,
+        num_layers=1,
+        num_heads=2,
+        attention="arm",
+        budget=16,
+        attention_kwargs={"window": 4, "num_clusters": 2, "read_policy": "learned", **bench.ARM_ROUTING},
+    )
+    (layer,) = model.arm_layers()
+    assert layer.policy is not None
+    before = [p.detach().clone() for p in layer.policy.parameters()]
+    schedule = bench.LearnedTraining(cost=1.0, start=1.0, ramp=0.0, freeze_policy=freeze)
+    bench._train(model, batches, learned=schedule)
+    decay = math.prod(1 - bench.LR * min(1.0, (s + 1) / bench.WARMUP) * 0.01 for s in range(3))
+    assert layer.budget_cost == 0.0
+    for p, b in zip(layer.policy.parameters(), before, strict=True):
+        if freeze:
+            torch.testing.assert_close(p.detach(), b * decay, rtol=1e-6, atol=1e-9)
+        else:
+            assert (p.detach() - b * decay).abs().max() > 1e-6
+    assert schedule.as_config() == {"budget_cost": 1.0, "cost_start": 1.0, "cost_ramp": 0.0, "freeze_policy": freeze}

@@ -186,6 +186,9 @@ def test_training_gradients_reach_router_gate_and_policy() -> None:
         ({"top_p": 1.5}, "top_p"),
         ({"slot_balance_weight": -0.1}, "slot_balance_weight"),
         ({"noise_scale": -1.0}, "noise_scale"),
+        ({"initial_full_read": 0.9}, "initial_full_read applies to read_policy='learned'"),
+        ({"read_policy": "learned", "initial_full_read": 1.0}, "initial_full_read must be a probability"),
+        ({"read_policy": "learned", "initial_full_read": True}, "initial_full_read must be a probability"),
     ],
 )
 def test_bad_configuration_errors(kw: dict[str, object], match: str) -> None:
@@ -363,7 +366,7 @@ def test_frozen_read_policy_reads_the_same_and_gets_an_exact_zero_gradient() -> 
         assert attn.policy is not None
         grads = [p.grad for p in attn.policy.parameters() if p.grad is not None]
         assert len(grads) == 4  # still in the graph: DDP reduces every parameter
-        runs[trainable] = (out.detach(), float(attn.last_aux_loss), grads, attn.w_slot.grad)
+        runs[trainable] = (out.detach(), float(attn.last_aux_loss.detach()), grads, attn.w_slot.grad)
         q.grad = k.grad = v.grad = None
     out_on, cost_on, grads_on, slot_on = runs[True]
     out_off, cost_off, grads_off, slot_off = runs[False]
@@ -406,3 +409,22 @@ def test_read_cost_warmup_schedule() -> None:
         args: dict[str, object] = {"step": 1, "total_steps": 10, "budget_cost": 0.1} | kw
         with pytest.raises(ValueError, match=match):
             read_cost_at(**args)  # type: ignore[arg-type]
+
+
+def test_initial_full_read_starts_the_policy_on_the_fixed_read() -> None:
+    """Every query starts with probability p on the largest budget; in eval the read is the fixed read's, exactly."""
+    learned = _layer(read_policy="learned", initial_full_read=0.9)
+    fixed = _layer()
+    fixed.load_state_dict({k: v for k, v in learned.state_dict().items() if not k.startswith("policy.")})
+    assert learned.policy is not None
+    probs = torch.softmax(learned.policy(torch.randn(7, 4 + 2, dtype=torch.float64)), dim=-1)
+    n = len(learned.budgets)  # budgets 1, 2, 4 clusters
+    expected = torch.tensor([0.1 / (n - 1)] * (n - 1) + [0.9], dtype=torch.float64).expand(7, n)
+    torch.testing.assert_close(probs, expected)
+    q, k, v = _qkv(11, seed=4)
+    torch.testing.assert_close(learned(q, k, v), fixed(q, k, v), rtol=0, atol=0)
+    assert float(learned.last_slots_read) == float(fixed.last_slots_read) == 8.0
+    learned.train()
+    (learned(q, k, v).square().sum() + learned.last_aux_loss).backward()
+    assert learned.policy[-1].weight.grad is not None
+    assert learned.policy[-1].weight.grad.abs().sum() > 0  # zero weights, but they train

@@ -6,6 +6,7 @@ class docstring. Tensors follow the project's layout ``(batch, seq, heads, head_
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -175,6 +176,10 @@ class ARMAttention(nn.Module):
         noise_scale: factor >= 0 on the training-time Gumbel noise (our addition; settable; 1 is standard).
         layer_idx: layer id fed to the learned policy.
         policy_hidden: hidden width of the policy MLP.
+        initial_full_read: ``None`` (default PyTorch initialisation) or a probability ``p`` in (0, 1): the policy's
+            output layer starts with zero weights and a bias giving every query probability ``p`` of the largest
+            budget (the fixed read) and ``(1 - p) / (n - 1)`` of each other one, so training starts close to the
+            fixed read (our addition; ``read_policy="learned"`` only).
 
     Attributes:
         generator: optional ``torch.Generator`` for the Gumbel noise (``None``: the global RNG).
@@ -213,6 +218,7 @@ class ARMAttention(nn.Module):
         policy_hidden: int = 32,
         slot_balance_weight: float = 0.0,
         noise_scale: float = 1.0,
+        initial_full_read: float | None = None,
     ) -> None:
         super().__init__()
         self.num_heads = _positive_int("num_heads", num_heads, 1)
@@ -261,10 +267,26 @@ class ARMAttention(nn.Module):
             if read_policy == "learned"
             else None
         )
+        if initial_full_read is not None:
+            self._init_full_read(initial_full_read)
         self.generator: torch.Generator | None = None
         self.train_read_policy = True
         self.last_aux_loss: Tensor = torch.zeros(())
         self.last_slots_read: Tensor = torch.zeros(())
+
+    def _init_full_read(self, prob: float) -> None:
+        """Start the learned policy at probability ``prob`` on the largest budget for every query (zeroed output)."""
+        if self.policy is None:
+            raise ValueError(f"initial_full_read applies to read_policy='learned' only, got {self.read_policy!r}")
+        if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not 0.0 < prob < 1.0:
+            raise ValueError(f"initial_full_read must be a probability in (0, 1) or None, got {prob!r}")
+        out = self.policy[-1]
+        assert isinstance(out, nn.Linear)
+        rest = len(self.budgets) - 1
+        with torch.no_grad():
+            out.weight.zero_()
+            out.bias.fill_(math.log((1.0 - prob) / rest) if rest else 0.0)
+            out.bias[-1] = math.log(prob) if rest else 0.0
 
     @property
     def tau(self) -> float:
