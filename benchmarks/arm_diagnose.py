@@ -108,8 +108,15 @@ def _recall(model: ARMDecoder, ids: torch.Tensor, labels: torch.Tensor) -> float
 
 
 @torch.no_grad()
-def _routing(model: ARMDecoder, ids: torch.Tensor) -> dict[str, float]:
-    """Replays the writes of the prefill (argmax routing) and records slots, overwrites and gates."""
+def memory_stats(model: ARMDecoder, ids: torch.Tensor, pairs: int = PAIRS) -> dict[str, float]:
+    """Replays the writes of the prefill (argmax routing) and records slots, overwrites and gates.
+
+    ``ids`` are MQAR sequences (``pairs`` key-value pairs, filler, then the ``pairs`` queries) of any length;
+    only the first layer's ARM memory is replayed. ``overwritten`` is the share of value tokens whose slot is
+    written again before the first query (argmax routing, as evaluated), ``overwritten_train`` the same under the
+    training-time (Gumbel) routing, ``value_slots`` the distinct slots a sequence's values use, ``filler_slots``
+    those its filler uses, ``occupied`` the slots written at all, ``gate_*`` the mean write gate per token kind.
+    """
     model.eval()
     attn = model.arm_layers()[0]
     block: Any = model.blocks[0]
@@ -122,11 +129,11 @@ def _routing(model: ARMDecoder, ids: torch.Tensor) -> dict[str, float]:
     attn.eval()
     b, h, n, d = kh.shape
     lag = 0 if attn.write_mode == "every_token" else attn.window
-    q_start = SEQ - 2 * PAIRS
+    q_start = n - 2 * pairs
     mem_k = kh.new_zeros(b, h, attn.num_slots, d)
     gates: dict[str, list[float]] = {"value": [], "key": [], "filler": []}
     last_writer = torch.full((b, h, attn.num_slots), -1, dtype=torch.long)
-    kinds = ["key" if t < 2 * PAIRS and t % 2 == 0 else "value" if t < 2 * PAIRS else "filler" for t in range(n)]
+    kinds = ["key" if t < 2 * pairs and t % 2 == 0 else "value" if t < 2 * pairs else "filler" for t in range(n)]
     for src in range(0, q_start - lag):  # every write before the first query arrives
         idx = slot[:, :, src]
         old = mem_k.gather(2, idx[..., None, None].expand(b, h, 1, d))[:, :, 0]
@@ -136,15 +143,15 @@ def _routing(model: ARMDecoder, ids: torch.Tensor) -> dict[str, float]:
         new = (1 - g[..., None]) * old + g[..., None] * kh[:, :, src]
         mem_k.scatter_(2, idx[..., None, None].expand(b, h, 1, d), new[:, :, None])
         last_writer.scatter_(2, idx[..., None], src)
-    value_pos = torch.arange(1, 2 * PAIRS, 2)
+    value_pos = torch.arange(1, 2 * pairs, 2)
     vslots = slot[:, :, value_pos]  # (B, H, P)
     distinct = torch.tensor([[len(set(vslots[i, j].tolist())) for j in range(h)] for i in range(b)]).float()
     survived = last_writer.gather(2, vslots) == value_pos.view(1, 1, -1)
-    later = sampled[:, :, None, 2 * PAIRS : q_start - lag] == sampled[:, :, value_pos, None]
+    later = sampled[:, :, None, 2 * pairs : q_start - lag] == sampled[:, :, value_pos, None]
     later = later | torch.stack(
-        [(sampled[:, :, p + 1 : 2 * PAIRS] == sampled[:, :, p, None]).any(-1) for p in value_pos.tolist()], dim=-1
+        [(sampled[:, :, p + 1 : 2 * pairs] == sampled[:, :, p, None]).any(-1) for p in value_pos.tolist()], dim=-1
     ).unsqueeze(-1)
-    filler = slot[:, :, 2 * PAIRS : q_start - lag]
+    filler = slot[:, :, 2 * pairs : q_start - lag]
     filler_distinct = torch.tensor([[len(set(filler[i, j].tolist())) for j in range(h)] for i in range(b)]).float()
     model.train()
     return {
@@ -389,7 +396,7 @@ def train_kind(
             row: dict[str, float] = {"step": step + 1, "loss": loss.item()}
             row["recall"] = _recall(model, probe["input_ids"], probe["labels"])
             if kind != "full":
-                row |= _grad_norms(model) | _routing(model, probe["input_ids"])
+                row |= _grad_norms(model) | memory_stats(model, probe["input_ids"])
             if kind == "arm_balanced":
                 row |= _read_detail(model, probe["input_ids"], probe["labels"])
                 policy = model.arm_layers()[0].policy
@@ -411,7 +418,7 @@ def transplant(full: ARMDecoder, args: argparse.Namespace, probe: dict[str, torc
     missing = arm.load_state_dict(full.state_dict(), strict=False).missing_keys
     with torch.no_grad():
         arm.arm_layers()[0].gate_b.fill_(20.0)  # g = 1: every write overwrites its slot
-    row = {"recall": _recall(arm, probe["input_ids"], probe["labels"])} | _routing(arm, probe["input_ids"])
+    row = {"recall": _recall(arm, probe["input_ids"], probe["labels"])} | memory_stats(arm, probe["input_ids"])
     print("arm<-full", f"(untrained: {missing})", _fmt_row(row), flush=True)
     return row
 

@@ -104,6 +104,7 @@ from benchmarks._common import (
     worst,
     write_json,
 )
+from benchmarks.arm_diagnose import memory_stats
 from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import load_stdlib_bytes, make_recall_batch
 from lightning_icml26.metrics.functional import kv_cache_bytes
@@ -293,8 +294,10 @@ def _mqar_run(
     kinds: tuple[str, ...] = EVALUATED,
     trace_every: int = 0,
     learned: LearnedTraining = ARM_LEARNED_TRAINING,
-) -> tuple[dict[str, dict[str, float]], dict[str, list[dict[str, float]]]]:
-    """Recall rows of every evaluated kind and, with ``trace_every > 0``, each trained kind's validation trace."""
+) -> tuple[dict[str, dict[str, float]], dict[str, list[dict[str, float]]], dict[str, dict[str, float]]]:
+    """Recall rows of every evaluated kind, with ``trace_every > 0`` each trained kind's validation trace, and each
+    trained ARM kind's memory statistics on the test context (``arm_diagnose.memory_stats``: share of stored values
+    whose slot is written again before the queries, slots used, write gates)."""
     train = make_recall_batch("mqar", steps * batch, TRAIN_LEN, PAIRS, seed=1000 * seed + 1)
     batches = [{k: v[i * batch : (i + 1) * batch] for k, v in train.items()} for i in range(steps)]
     test = make_recall_batch("mqar", n_eval, SEQ, PAIRS, seed=1000 * seed + 2)
@@ -305,17 +308,21 @@ def _mqar_run(
         probe = Probe(trace_every, val["input_ids"], val["labels"], start)
     rows: dict[str, dict[str, float]] = {}
     traces: dict[str, list[dict[str, float]]] = {}
+    memory: dict[str, dict[str, float]] = {}
     for trained_name in TRAINED:
         evaluated = [name for name in DERIVED.get(trained_name, (trained_name,)) if name in kinds]
         if not evaluated:
             continue
         trained = _model(trained_name, budget, layers, seed, learned)
         seconds, traces[trained_name] = _train(trained, batches, probe, learned)
+        if trained_name.startswith("arm"):
+            with torch.random.fork_rng(devices=[]):
+                memory[trained_name] = memory_stats(trained, test["input_ids"], PAIRS)
         for name in evaluated:
             model = _as_eval(trained, name, budget, layers)
             rows[name] = {**_decode_eval(model, test["input_ids"], test["labels"], start), "train_s": seconds}
             print(f"  seed {seed} budget {budget} {name}: recall {rows[name]['acc']:.3f}", flush=True)
-    return {name: rows[name] for name in EVALUATED if name in rows}, {k: v for k, v in traces.items() if v}
+    return {name: rows[name] for name in EVALUATED if name in rows}, {k: v for k, v in traces.items() if v}, memory
 
 
 def _text_run(
@@ -483,6 +490,7 @@ def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     per_seed: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     cost: dict[tuple[str, int], list[dict[str, Any]]] = {}
     traces: dict[str, Any] = {}
+    memory: dict[str, Any] = {}
     for path, record in records:
         figures = record["figures"]
         if "merged_from" in figures:
@@ -498,6 +506,7 @@ def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         for row in figures["decode_cost"]:
             cost.setdefault((row["kind"], int(row["context"])), []).append(row)
         traces |= figures.get("traces", {})
+        memory |= figures.get("memory", {})
     pooled_cost = [
         {
             "kind": kind,
@@ -513,6 +522,7 @@ def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         "config": {**first["figures"]["config"], "seeds": seeds},
         "mqar": table,
         "traces": traces,
+        "memory": memory,
         "byte_perplexity_1_8": {},
         "decode_cost": pooled_cost,
         "targets": compute_targets(table, pooled_cost),
@@ -673,10 +683,14 @@ def main() -> None:
     steps = args.steps or steps
     runs: dict[str, list[dict[str, dict[str, float]]]] = {}
     traces: dict[str, list[dict[str, float]]] = {}
+    memory: dict[str, dict[str, float]] = {}
     for label, budget in budgets.items():
         runs[label] = []
         for s in seeds:
-            rows, seed_traces = _mqar_run(budget, s, steps, batch, layers, n_eval, kinds, args.trace_every, learned)
+            rows, seed_traces, seed_memory = _mqar_run(
+                budget, s, steps, batch, layers, n_eval, kinds, args.trace_every, learned
+            )
+            memory |= {f"{label} {name} seed {s}": stats for name, stats in seed_memory.items()}
             runs[label].append(rows)
             traces |= {f"{label} {name} seed {s}": trace for name, trace in seed_traces.items()}
         print(f"budget {label} done", flush=True)
@@ -716,6 +730,7 @@ def main() -> None:
         },
         "mqar": table,
         "traces": traces,
+        "memory": memory,
         "byte_perplexity_1_8": perplexity,
         "decode_cost": cost,
         "targets": targets,

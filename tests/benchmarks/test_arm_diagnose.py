@@ -124,3 +124,40 @@ def test_freeze_policy_needs_a_cost_warm_up(monkeypatch: pytest.MonkeyPatch, cap
     with pytest.raises(SystemExit):
         diag.main()
     assert "--freeze-policy needs --read-policy learned and --cost-start" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("budget", "overwritten", "value_slots", "occupied"), [(16, 1.0, 4.0, 12.0), (40, 0.0, 4.0, 20.0)]
+)
+def test_memory_stats_count_overwrites_of_a_forced_routing(
+    monkeypatch: pytest.MonkeyPatch, budget: int, overwritten: float, value_slots: float, occupied: float
+) -> None:
+    """Token t goes to slot t mod M; 32 tokens, 4 pairs, window 4: the writes before the queries are tokens 0-19.
+
+    With M = 12 each value (tokens 1, 3, 5, 7) is written over by token t + 12 < 20; with M = 36 none is, and the
+    20 writes fill 20 slots (counted by hand).
+    """
+    torch.manual_seed(0)
+    model = diag.ARMDecoder(
+        d_model=16,
+        num_layers=1,
+        num_heads=2,
+        attention="arm",
+        budget=budget,
+        attention_kwargs={"window": 4, "num_clusters": 4},
+    )
+    (attn,) = model.arm_layers()
+    ids = diag.make_recall_batch("mqar", 2, 32, 4, seed=0)["input_ids"]
+
+    def forced(k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        slots = torch.arange(k.shape[2]) % attn.num_slots
+        one_hot = torch.nn.functional.one_hot(slots, attn.num_slots).to(k.dtype)
+        return one_hot.expand(*k.shape[:2], -1, -1), one_hot[..., :1]
+
+    monkeypatch.setattr(attn, "route", forced)
+    stats = diag.memory_stats(model, ids, pairs=4)
+    assert attn.num_slots == budget - 4
+    assert stats["overwritten"] == overwritten
+    assert stats["overwritten_train"] == overwritten
+    assert stats["value_slots"] == value_slots
+    assert stats["occupied"] == occupied
