@@ -68,9 +68,9 @@ STORED.json`` then fills the kinds the pooled runs lack from STORED (e.g. two on
 joined with a stored run of every kind).
 
 ``--read-cost C``, ``--cost-start F``, ``--[no-]freeze-policy`` and ``--initial-full-read P`` change the learned
-read's training (``LearnedTraining``; defaults ``ARM_LEARNED_TRAINING``); ``config.arm_learned`` records them. While the
-policy is frozen its gradient is zero but AdamW's weight decay (0.01) still shrinks its weights, by about 6.5 % over
-the first 3/4 of a 3000-step run.
+read's training (``LearnedTraining``, validated; defaults ``ARM_LEARNED_TRAINING``; ``--initial-full-read none``:
+default initialisation); ``config.arm_learned`` records them. While the policy is frozen its gradient is zero but
+AdamW's weight decay (0.01) still shrinks its weights, by about 6.5 % over the first 3/4 of a 3000-step run.
 
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
 [--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]`` or
@@ -145,6 +145,11 @@ class LearnedTraining:
     ramp: float = 0.1
     freeze_policy: bool = True
     initial_full_read: float | None = None
+
+    def __post_init__(self) -> None:
+        read_cost_at(0, 1, self.cost, self.start, self.ramp)  # ValueError naming budget_cost, start or ramp
+        if self.initial_full_read is not None and not 0.0 < self.initial_full_read < 1.0:
+            raise ValueError(f"initial_full_read must be in (0, 1) or None, got {self.initial_full_read!r}")
 
     def cost_at(self, step: int, total_steps: int) -> float:
         """The read cost at ``step`` of ``total_steps``."""
@@ -550,6 +555,11 @@ def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> d
     }
 
 
+def _probability_or_none(text: str) -> float | None:
+    """``--initial-full-read``'s value: ``"none"`` or a number (its range is checked by ``LearnedTraining``)."""
+    return None if text.strip().lower() == "none" else float(text)
+
+
 def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learned: LearnedTraining) -> None:
     """``--pool A.json B.json ... [--merge STORED.json]``: pool runs of other seeds, fill other kinds from STORED."""
     training = [f for f in ("quick", "budget_1_8_only", "budgets", "text", "steps") if getattr(args, f)]
@@ -618,10 +628,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--initial-full-read",
-        type=float,
+        type=_probability_or_none,
         default=ARM_LEARNED_TRAINING.initial_full_read,
         metavar="P",
-        help="learned read: start the policy on the fixed read with probability P in (0, 1) (default: off)",
+        help="learned read: start the policy on the fixed read with probability P in (0, 1), or 'none' for the "
+        f"default initialisation (default {ARM_LEARNED_TRAINING.initial_full_read})",
     )
     parser.add_argument(
         "--merge",
@@ -638,18 +649,15 @@ def main() -> None:
         help="pool the JSON of runs of other seeds with the same settings into one record (nothing is trained)",
     )
     args = parser.parse_args()
-    learned = LearnedTraining(
-        args.read_cost, args.cost_start, ARM_LEARNED_TRAINING.ramp, args.freeze_policy, args.initial_full_read
-    )
+    try:
+        learned = LearnedTraining(
+            args.read_cost, args.cost_start, ARM_LEARNED_TRAINING.ramp, args.freeze_policy, args.initial_full_read
+        )
+    except ValueError as err:
+        parser.error(f"--read-cost must be >= 0, --cost-start in [0, 1], --initial-full-read in (0, 1) or none: {err}")
     if args.pool is not None:
         _pool_main(parser, args, learned)
         return
-    try:
-        learned.cost_at(0, 1)
-    except ValueError as err:
-        parser.error(f"--read-cost must be >= 0 and --cost-start in [0, 1]: {err}")
-    if learned.initial_full_read is not None and not 0.0 < learned.initial_full_read < 1.0:
-        parser.error(f"--initial-full-read must be in (0, 1), got {learned.initial_full_read}")
     if args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.steps is not None and args.steps < 1:

@@ -44,23 +44,33 @@ def test_merge_keeps_stored_rows_of_kinds_not_rerun() -> None:
     assert [(c["kind"], c["source"]) for c in cost] == [("full", "stored"), ("arm_fixed", "stored")]
 
 
+def _tiny_batches(steps: int) -> list[dict[str, torch.Tensor]]:
+    """``steps`` MQAR batches of 2 sequences of 32 tokens (4 pairs)."""
+    data = make_recall_batch("mqar", steps * 2, 32, 4, seed=5)
+    return [{k: v[2 * i : 2 * i + 2] for k, v in data.items()} for i in range(steps)]
+
+
+def _tiny_arm(**attention_kwargs: object) -> bench.ARMDecoder:
+    """A one-layer ARM decoder (d_model 16, budget 16) with the benchmark's routing, seeded."""
+    torch.manual_seed(0)
+    return bench.ARMDecoder(
+        d_model=16,
+        num_layers=1,
+        num_heads=2,
+        attention="arm",
+        budget=16,
+        attention_kwargs={"window": 4, "num_clusters": 2, **bench.ARM_ROUTING, **attention_kwargs},
+    )
+
+
 def test_validation_trace_does_not_change_training() -> None:
     """A traced run (probes every 2 steps) ends with the same weights as an untraced one, and logs each probe."""
-    data = make_recall_batch("mqar", 4 * 2, 32, 4, seed=5)
-    batches = [{k: v[2 * i : 2 * i + 2] for k, v in data.items()} for i in range(4)]
+    batches = _tiny_batches(4)
     val = make_recall_batch("mqar", 2, 32, 4, seed=6)
     probe = bench.Probe(2, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
     weights = []
     for use_probe in (None, probe):
-        torch.manual_seed(0)
-        model = bench.ARMDecoder(
-            d_model=16,
-            num_layers=1,
-            num_heads=2,
-            attention="arm",
-            budget=16,
-            attention_kwargs={"window": 4, "num_clusters": 2, **bench.ARM_ROUTING},
-        )
+        model = _tiny_arm()
         _, trace = bench._train(model, batches, use_probe)
         weights.append({k: v.clone() for k, v in model.state_dict().items()})
         if use_probe is None:
@@ -150,17 +160,8 @@ def test_pooled_runs_of_one_kind_merge_with_a_stored_run() -> None:
 @pytest.mark.parametrize("freeze", [True, False])
 def test_learned_training_freezes_the_policy_only_while_the_cost_is_zero(freeze: bool) -> None:
     """With the cost off all run long, a frozen policy only decays (AdamW, zero gradient); unfrozen, it trains."""
-    data = make_recall_batch("mqar", 3 * 2, 32, 4, seed=5)
-    batches = [{k: v[2 * i : 2 * i + 2] for k, v in data.items()} for i in range(3)]
-    torch.manual_seed(0)
-    model = bench.ARMDecoder(
-        d_model=16,
-        num_layers=1,
-        num_heads=2,
-        attention="arm",
-        budget=16,
-        attention_kwargs={"window": 4, "num_clusters": 2, "read_policy": "learned", **bench.ARM_ROUTING},
-    )
+    batches = _tiny_batches(3)
+    model = _tiny_arm(read_policy="learned")
     (layer,) = model.arm_layers()
     assert layer.policy is not None
     before = [p.detach().clone() for p in layer.policy.parameters()]
@@ -174,3 +175,12 @@ def test_learned_training_freezes_the_policy_only_while_the_cost_is_zero(freeze:
         else:
             assert (p.detach() - b * decay).abs().max() > 1e-6
     assert schedule.as_config() == {"budget_cost": 1.0, "cost_start": 1.0, "cost_ramp": 0.0, "freeze_policy": freeze}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"cost": -1.0}, "budget_cost"), ({"start": 1.5}, "start"), ({"initial_full_read": 1.0}, "initial_full_read")],
+)
+def test_learned_training_rejects_bad_settings(kwargs: dict[str, float], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        bench.LearnedTraining(**kwargs)
