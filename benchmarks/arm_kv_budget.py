@@ -4,11 +4,12 @@ One ``ARMDecoder`` architecture, the attention kind the only difference, every t
 same steps on the same batches (same seed). Kinds: full KV (upper bound), StreamingLLM (4 sinks + window),
 SnapKV- and H2O-style eviction (training-free: the full model's weights with an evicting decode cache), Gated
 Slot Attention, ARM with a fixed read (all clusters), ARM with a top-p read (the fixed model's weights, reading
-clusters until 0.9 of the routing mass) and ARM with a learned read budget (its own training: the policy starts
-on the fixed read with probability 0.95 and trains with the model, its read cost 2.0 is off for the first 3/4 of
-training: ``ARM_LEARNED_TRAINING``). Runs before 2026-12-05 09:40 UTC used cost 0.05 and the default policy
-initialisation, runs from 09:40 to 12:55 UTC cost 2.0 with the policy frozen or default-initialised (their JSON's
-``config.arm_learned`` says which).
+clusters until 0.9 of the routing mass) and ARM with a learned read budget (the fixed-read model's training up to
+3/4 of the steps, then its own: the policy starts on the fixed read with probability 0.95 and learns under a read
+cost ramped to 2.0: ``ARM_LEARNED_TRAINING``, ``--branch-from-fixed``). Runs before 2026-12-05 09:40 UTC used cost
+0.05 and the default policy initialisation, runs from 09:40 to 12:55 UTC cost 2.0 with the policy frozen or
+default-initialised, runs from 12:55 to 17:35 UTC trained the learned read on its own from step 0 (their JSON's
+``config.arm_learned`` says which: ``branch_from_fixed`` is absent there).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md).
 
@@ -71,15 +72,23 @@ joined with a stored run of every kind).
 read's training (``LearnedTraining``, validated; defaults ``ARM_LEARNED_TRAINING``; ``--initial-full-read none``:
 default initialisation); ``config.arm_learned`` records them. While the policy is frozen its gradient is zero but
 AdamW's weight decay (0.01) still shrinks its weights, by about 6.5 % over the first 3/4 of a 3000-step run.
+``--branch-from-fixed`` pairs the learned read with the fixed read of its seed: the fixed-read model is trained as
+usual, its weights, AdamW state and RNG are kept at the first step of the cost phase (``LearnedTraining.branch_step``),
+and the learned read continues from there (its policy, the only new weights, starts from its initialisation), so
+the two differ only by what the cost phase does; the learned row's trace repeats the fixed read's up to the branch
+and its ``train_s`` counts the shared steps. With ``--kinds arm_learned`` alone the fixed read is trained up to the
+branch only and not evaluated. The byte-perplexity run does not branch.
 
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
-[--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]`` or
+[--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]
+[--[no-]branch-from-fixed]`` or
 ``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--merge STORED.json] --json OUT``.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import statistics
@@ -145,15 +154,27 @@ class LearnedTraining:
     ramp: float = 0.1
     freeze_policy: bool = True
     initial_full_read: float | None = None
+    branch_from_fixed: bool = False
 
     def __post_init__(self) -> None:
         read_cost_at(0, 1, self.cost, self.start, self.ramp)  # ValueError naming budget_cost, start or ramp
         if self.initial_full_read is not None and not 0.0 < self.initial_full_read < 1.0:
             raise ValueError(f"initial_full_read must be in (0, 1) or None, got {self.initial_full_read!r}")
+        if not isinstance(self.branch_from_fixed, bool):
+            raise ValueError(f"branch_from_fixed must be a bool, got {self.branch_from_fixed!r}")
 
     def cost_at(self, step: int, total_steps: int) -> float:
         """The read cost at ``step`` of ``total_steps``."""
         return read_cost_at(step, total_steps, self.cost, self.start, self.ramp)
+
+    def branch_step(self, total_steps: int) -> int:
+        """The first step of the cost phase, where its ramp begins (``total_steps`` if ``start`` is 1).
+
+        Example:
+            >>> LearnedTraining(start=0.75).branch_step(3000)
+            2250
+        """
+        return next((s for s in range(total_steps) if s / total_steps >= self.start), total_steps)
 
     def as_config(self) -> dict[str, float | bool]:
         """The settings as stored in a run's ``config.arm_learned``."""
@@ -165,14 +186,18 @@ class LearnedTraining:
         }
         if self.initial_full_read is not None:  # absent from runs made before the option existed
             config["initial_full_read"] = self.initial_full_read
+        if self.branch_from_fixed:  # idem
+            config["branch_from_fixed"] = True
         return config
 
 
-# The default learned-read training, chosen on the validation traces of three settings run on seeds 0-1
-# (2026-12-05, docs/arm.md; rule: the highest mean final validation recall among those reading at most half the
-# slots): the policy frozen until the cost starts (0.50), trained from the start (0.72), and trained from the start
-# beginning on the fixed read with probability 0.95 (0.84, this one). Cost 2 from ``arm_diagnose.py``.
-ARM_LEARNED_TRAINING = LearnedTraining(freeze_policy=False, initial_full_read=0.95)
+# The default learned-read training (2026-12-05, docs/arm.md; rule: the highest mean final validation recall among
+# the settings reading at most half the slots, over the seeds every candidate ran on). On seeds 0-1: the policy
+# frozen until the cost starts (0.50), trained from the start (0.72), trained from the start beginning on the fixed
+# read with probability 0.95 (0.84, the default until seeds 2-3 showed it failing: 0.66 over seeds 0-3). Then, over
+# seeds 0-3: the learned read branched from the fixed-read model at the cost phase, its policy starting on the fixed
+# read with probability 0.95 (0.82, this one). Cost 2 from ``arm_diagnose.py``.
+ARM_LEARNED_TRAINING = LearnedTraining(freeze_policy=False, initial_full_read=0.95, branch_from_fixed=True)
 VAL_SEQUENCES = 32  # validation sequences of the ``--trace-every`` probe (their own seed, never the test set)
 
 
@@ -214,33 +239,77 @@ class Probe:
     start: int
 
 
+@dataclass(frozen=True)
+class Branch:
+    """A training state after ``step`` of the steps: weights, AdamW state per parameter name, RNG, time, trace.
+
+    ``LearnedTraining(branch_from_fixed=True)``: the fixed-read model's state at the learned read's first costed
+    step, from which the learned read continues (see ``_train``).
+    """
+
+    step: int
+    weights: dict[str, torch.Tensor]
+    optimizer: dict[str, dict[str, Any]]
+    rng: torch.Tensor
+    seconds: float
+    trace: list[dict[str, float]]
+    losses: list[float]
+
+
 def _train(
     model: ARMDecoder,
     batches: list[dict[str, torch.Tensor]],
     probe: Probe | None = None,
     learned: LearnedTraining = ARM_LEARNED_TRAINING,
-) -> tuple[float, list[dict[str, float]]]:
-    """Train in place for ``len(batches)`` steps; the learned read policy's cost follows ``learned``.
+    branch_at: int | None = None,
+    stop: int | None = None,
+    resume: Branch | None = None,
+) -> tuple[float, list[dict[str, float]], Branch | None]:
+    """Train in place on ``batches`` (steps ``0 .. stop``); the learned read policy's cost follows ``learned``.
 
-    Returns the training seconds (probes excluded) and, with ``probe``, the trace: after every ``probe.every``
-    steps, the mean training loss since the last probe and the validation recall with the decode cache. Probes
-    run under a forked RNG, so a traced run trains exactly like an untraced one.
+    Returns the training seconds (probes excluded), with ``probe`` the trace (after every ``probe.every`` steps,
+    the mean training loss since the last probe and the validation recall with the decode cache), and with
+    ``branch_at`` the ``Branch`` taken before step ``branch_at`` runs. ``resume`` continues from a branch: its
+    weights (a model may add parameters, e.g. the learned read's policy, which keep their initialisation), AdamW
+    state and RNG, at its step, with its seconds and trace; resuming a model of the branch's kind ends with the
+    weights of the uninterrupted run (tested). Probes run under a forked RNG, so a traced run trains exactly like
+    an untraced one.
     """
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
-    warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / WARMUP))
+    first, before, trace, losses = 0, 0.0, [], []
+    if resume is not None:
+        first, before, trace, losses = resume.step, resume.seconds, list(resume.trace), list(resume.losses)
+        _load_branch(model, opt, resume)
+    warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + first + 1) / WARMUP))
     sched = GumbelTemperatureScheduler(tau_start=1.0, tau_min=0.2, schedule="linear", total_steps=len(batches))
     model.train()
-    trace: list[dict[str, float]] = []
-    losses: list[float] = []
     probing = 0.0
+    branch = None
     start = time.perf_counter()
-    for step, batch in enumerate(batches):
+
+    def take_branch(step: int) -> Branch:
+        names = {id(p): name for name, p in model.named_parameters()}
+        return Branch(
+            step=step,
+            weights={k: v.detach().clone() for k, v in model.state_dict().items()},
+            optimizer={names[id(p)]: copy.deepcopy(state) for p, state in opt.state.items()},
+            rng=torch.get_rng_state(),
+            seconds=before + time.perf_counter() - start - probing,
+            trace=list(trace),
+            losses=list(losses),
+        )
+
+    last = len(batches) if stop is None else stop
+    for step in range(first, last):
+        if step == branch_at:
+            branch = take_branch(step)
         for layer in model.arm_layers():
             layer.tau = sched.tau_at(step)
             if layer.read_policy == "learned":
                 layer.budget_cost = learned.cost_at(step, len(batches))
                 if learned.freeze_policy:
                     layer.train_read_policy = layer.budget_cost > 0
+        batch = batches[step]
         logits = model(batch["input_ids"])
         loss = F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
         opt.zero_grad()
@@ -261,7 +330,23 @@ def _train(
             print(f"    step {step + 1}: loss {trace[-1]['train_loss']:.3f} val recall {recall:.3f}{read}", flush=True)
             losses = []
             probing += time.perf_counter() - began
-    return time.perf_counter() - start - probing, trace
+    if branch_at == last:
+        branch = take_branch(last)
+    return before + time.perf_counter() - start - probing, trace, branch
+
+
+def _load_branch(model: ARMDecoder, opt: torch.optim.Optimizer, branch: Branch) -> None:
+    """Put ``branch``'s weights, AdamW state and RNG into ``model`` and ``opt``; only policy weights may be new."""
+    missing, unexpected = model.load_state_dict(branch.weights, strict=False)
+    if unexpected or any(".policy." not in name for name in missing):
+        raise ValueError(
+            f"a branch continues only in a model with the same weights plus a read policy: missing {missing}, "
+            f"unexpected {unexpected}"
+        )
+    params = dict(model.named_parameters())
+    for name, state in branch.optimizer.items():
+        opt.state[params[name]] = copy.deepcopy(state)
+    torch.set_rng_state(branch.rng)
 
 
 @torch.no_grad()
@@ -314,12 +399,27 @@ def _mqar_run(
     rows: dict[str, dict[str, float]] = {}
     traces: dict[str, list[dict[str, float]]] = {}
     memory: dict[str, dict[str, float]] = {}
+    branch_at = learned.branch_step(steps) if learned.branch_from_fixed and "arm_learned" in kinds else None
+    branch = None
     for trained_name in TRAINED:
         evaluated = [name for name in DERIVED.get(trained_name, (trained_name,)) if name in kinds]
-        if not evaluated:
+        branches = trained_name == "arm_fixed" and branch_at is not None
+        if not evaluated and not branches:
             continue
         trained = _model(trained_name, budget, layers, seed, learned)
-        seconds, traces[trained_name] = _train(trained, batches, probe, learned)
+        seconds, trace, taken = _train(
+            trained,
+            batches,
+            probe,
+            learned,
+            branch_at=branch_at if branches else None,
+            stop=None if evaluated else branch_at,  # the fixed read trained only as the learned read's first part
+            resume=branch if trained_name == "arm_learned" else None,
+        )
+        branch = taken if branches else branch
+        if not evaluated:
+            continue
+        traces[trained_name] = trace
         if trained_name.startswith("arm"):
             with torch.random.fork_rng(devices=[]):
                 memory[trained_name] = memory_stats(trained, test["input_ids"], PAIRS)
@@ -343,7 +443,7 @@ def _text_run(
     trained: dict[str, ARMDecoder] = {}
     for name in TRAINED:
         trained[name] = _model(name, budget, layers, seed, learned)
-        _train(trained[name], batches, learned=learned)
+        _train(trained[name], batches, learned=learned)  # no branch: the learned read trains on its own here
     source = {"snapkv": "full", "h2o": "full", "arm_top_p": "arm_fixed"}
     out = {}
     for name in EVALUATED:
@@ -564,7 +664,7 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
     """``--pool A.json B.json ... [--merge STORED.json]``: pool runs of other seeds, fill other kinds from STORED."""
     training = [f for f in ("quick", "budget_1_8_only", "budgets", "text", "steps") if getattr(args, f)]
     if learned != ARM_LEARNED_TRAINING:
-        training.append("--read-cost/--cost-start/--freeze-policy/--initial-full-read")
+        training.append("--read-cost/--cost-start/--freeze-policy/--initial-full-read/--branch-from-fixed")
     if training or args.trace_every or args.kinds != ",".join(EVALUATED):
         parser.error(f"--pool trains nothing: drop the training options {training or ['--kinds/--trace-every']}")
     try:
@@ -635,6 +735,13 @@ def main() -> None:
         f"default initialisation (default {ARM_LEARNED_TRAINING.initial_full_read})",
     )
     parser.add_argument(
+        "--branch-from-fixed",
+        action=argparse.BooleanOptionalAction,
+        default=ARM_LEARNED_TRAINING.branch_from_fixed,
+        help="learned read: train the fixed-read model until the cost starts and continue the learned read from "
+        "its weights, optimizer state and RNG there (paired with the fixed read; MQAR only)",
+    )
+    parser.add_argument(
         "--merge",
         type=Path,
         default=None,
@@ -651,7 +758,12 @@ def main() -> None:
     args = parser.parse_args()
     try:
         learned = LearnedTraining(
-            args.read_cost, args.cost_start, ARM_LEARNED_TRAINING.ramp, args.freeze_policy, args.initial_full_read
+            args.read_cost,
+            args.cost_start,
+            ARM_LEARNED_TRAINING.ramp,
+            args.freeze_policy,
+            args.initial_full_read,
+            args.branch_from_fixed,
         )
     except ValueError as err:
         parser.error(f"--read-cost must be >= 0, --cost-start in [0, 1], --initial-full-read in (0, 1) or none: {err}")

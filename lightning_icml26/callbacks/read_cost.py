@@ -38,6 +38,12 @@ class ReadCostScheduler(Callback):
             ``AdamW``, still shrinks its weights by ``lr x weight_decay`` per step; our addition, off by default;
             without it the task alone trains the policy to read every cluster before the cost begins, which a
             large enough cost still undoes: see the ARM page of the docs).
+        fixed_read_before_cost: also set each layer's ``policy_active`` to whether the cost phase has begun
+            (``step / total_steps >= start``): before it every query reads every cluster, exactly the fixed read,
+            and the policy is not used (zero gradient); from it the policy chooses and the cost ramps up. The
+            model is then trained like a fixed-read model that learns its read budget at the end (our addition,
+            off by default; the benchmark's ``--branch-from-fixed``, see the ARM page of the docs). Exclusive
+            with ``freeze_policy``.
 
     Raises:
         ValueError: an argument out of range (naming it), an unbounded run with ``total_steps=None``, or a module
@@ -57,6 +63,7 @@ class ReadCostScheduler(Callback):
         total_steps: int | None = None,
         log: bool = True,
         freeze_policy: bool = False,
+        fixed_read_before_cost: bool = False,
     ) -> None:
         if budget_cost is not None and (isinstance(budget_cost, bool) or not budget_cost >= 0):
             raise ValueError(f"budget_cost must be None or a number >= 0, got {budget_cost!r}")
@@ -68,7 +75,13 @@ class ReadCostScheduler(Callback):
         if not isinstance(freeze_policy, bool):
             raise ValueError(f"freeze_policy must be a bool, got {freeze_policy!r}")
         self.start, self.ramp, self.total_steps, self.log = float(start), float(ramp), total_steps, log
-        self.freeze_policy = freeze_policy
+        if not isinstance(fixed_read_before_cost, bool):
+            raise ValueError(f"fixed_read_before_cost must be a bool, got {fixed_read_before_cost!r}")
+        if freeze_policy and fixed_read_before_cost:
+            raise ValueError(
+                "freeze_policy and fixed_read_before_cost both decide the read before the cost phase; set one"
+            )
+        self.freeze_policy, self.fixed_read_before_cost = freeze_policy, fixed_read_before_cost
         self.targets: list[float] | None = None
         self.run_steps: int | None = None
         self.cost: float | None = None
@@ -79,6 +92,19 @@ class ReadCostScheduler(Callback):
         if total is None:
             raise ValueError("total_steps is unknown before training starts; give total_steps")
         return read_cost_at(step, total, target, self.start, self.ramp)
+
+    def in_cost_phase(self, step: int) -> bool:
+        """Whether optimizer step ``step`` is in the cost phase (``step / total_steps >= start``).
+
+        Example:
+            >>> sched = ReadCostScheduler(start=0.75, total_steps=100)
+            >>> sched.in_cost_phase(74), sched.in_cost_phase(75)
+            (False, True)
+        """
+        total = self.run_steps if self.run_steps is not None else self.total_steps
+        if total is None:
+            raise ValueError("total_steps is unknown before training starts; give total_steps")
+        return step / total >= self.start
 
     @staticmethod
     def learned_layers(pl_module: pl.LightningModule) -> list[ARMAttention]:
@@ -131,10 +157,13 @@ class ReadCostScheduler(Callback):
             self.on_fit_start(trainer, pl_module)
         assert self.targets is not None
         costs = [self.cost_at(trainer.global_step, target) for target in self.targets]
+        in_phase = self.in_cost_phase(trainer.global_step)
         for layer, cost in zip(self.learned_layers(pl_module), costs, strict=True):
             layer.budget_cost = cost
             if self.freeze_policy:
                 layer.train_read_policy = cost > 0
+            if self.fixed_read_before_cost:
+                layer.policy_active = in_phase
         self.cost = costs[0]
         if self.log:
             pl_module.log("read_cost", self.cost, on_step=True, on_epoch=False)

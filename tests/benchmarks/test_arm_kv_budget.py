@@ -71,7 +71,7 @@ def test_validation_trace_does_not_change_training() -> None:
     weights = []
     for use_probe in (None, probe):
         model = _tiny_arm()
-        _, trace = bench._train(model, batches, use_probe)
+        _, trace, _ = bench._train(model, batches, use_probe)
         weights.append({k: v.clone() for k, v in model.state_dict().items()})
         if use_probe is None:
             assert trace == []
@@ -184,3 +184,56 @@ def test_learned_training_freezes_the_policy_only_while_the_cost_is_zero(freeze:
 def test_learned_training_rejects_bad_settings(kwargs: dict[str, float], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         bench.LearnedTraining(**kwargs)
+
+
+def test_resuming_a_branch_ends_like_the_uninterrupted_run() -> None:
+    """Train 4 steps; branch after 2 and continue in a fresh model: same weights and trace, bit for bit."""
+    batches = _tiny_batches(4)
+    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
+    probe = bench.Probe(1, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
+    whole = _tiny_arm()
+    _, trace, branch = bench._train(whole, batches, probe, branch_at=2)
+    assert branch is not None
+    assert branch.step == 2
+    assert [row["step"] for row in branch.trace] == [1, 2]
+    torch.manual_seed(1)  # another initialisation and RNG state: everything must come from the branch
+    resumed = _tiny_arm()
+    torch.manual_seed(2)
+    _, resumed_trace, none = bench._train(resumed, batches, probe, resume=branch)
+    assert none is None
+    assert resumed_trace == trace
+    for name, value in whole.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0, msg=name)
+
+
+def test_learned_read_continues_from_the_fixed_reads_branch() -> None:
+    """A branch taken at the end of a stopped fixed-read run loads into a learned-read model; the policy is new."""
+    batches = _tiny_batches(3)
+    fixed = _tiny_arm()
+    _, _, branch = bench._train(fixed, batches, branch_at=2, stop=2)
+    assert branch is not None
+    assert branch.step == 2
+    learned = _tiny_arm(read_policy="learned", initial_full_read=0.95)
+    (layer,) = learned.arm_layers()
+    assert layer.policy is not None
+    policy = {k: v.clone() for k, v in layer.policy.state_dict().items()}
+    bench._train(learned, batches, stop=2, resume=branch)  # zero steps: the loaded state only
+    for name, value in fixed.state_dict().items():
+        torch.testing.assert_close(learned.state_dict()[name], value, rtol=0, atol=0, msg=name)
+    for name, value in layer.policy.state_dict().items():
+        torch.testing.assert_close(value, policy[name], rtol=0, atol=0, msg=name)
+    bench._train(learned, batches, resume=branch)  # the third step trains the policy too
+    assert any((v - policy[k]).abs().max() > 0 for k, v in layer.policy.state_dict().items())
+    other = bench.ARMDecoder(d_model=16, num_layers=1, num_heads=2, attention="full", budget=16)
+    with pytest.raises(ValueError, match="same weights plus a read policy"):
+        bench._train(other, batches, resume=branch)
+
+
+def test_branch_step_is_the_first_costed_step() -> None:
+    assert bench.LearnedTraining(start=0.75, ramp=0.1).branch_step(3000) == 2250
+    assert bench.LearnedTraining(start=1.0, ramp=0.0).branch_step(10) == 10  # never costed: no branch within
+    assert bench.LearnedTraining(start=0.0).branch_step(10) == 0
+    with pytest.raises(ValueError, match="branch_from_fixed"):
+        bench.LearnedTraining(branch_from_fixed=1)  # type: ignore[arg-type]
+    config = bench.LearnedTraining(branch_from_fixed=True).as_config()
+    assert config["branch_from_fixed"] is True

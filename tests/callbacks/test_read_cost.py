@@ -26,10 +26,12 @@ class _Tiny(pl.LightningModule):
         self.fixed = ARMAttention(1, 4, num_slots=4, num_clusters=2, window=2, budget_cost=0.3)
         self.seen: list[tuple[float, float, float]] = []
         self.trained: list[tuple[bool, bool]] = []
+        self.active: list[tuple[bool, bool]] = []
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
         self.seen.append((self.a.budget_cost, self.b.budget_cost, self.fixed.budget_cost))
         self.trained.append((self.a.train_read_policy, self.b.train_read_policy))
+        self.active.append((self.a.policy_active, self.b.policy_active))
         torch.manual_seed(1000 + self.global_step)  # the same Gumbel draws in a resumed run
         (x,) = batch
         out = self.b(self.a(x, x, x), x, x)
@@ -112,6 +114,27 @@ def test_freeze_policy_trains_the_policy_only_while_its_cost_is_on(tmp_path: Pat
     assert model.trained == [(True, True)] * 2  # off by default: the task trains the policy before the cost
 
 
+def test_fixed_read_before_cost_bypasses_the_policy_until_the_cost_phase(tmp_path: Path) -> None:
+    model = _Tiny()
+    assert model.a.policy is not None
+    before = [p.detach().clone() for p in model.a.policy.parameters()]
+    cb = ReadCostScheduler(budget_cost=0.1, start=0.5, ramp=0.25, total_steps=8, log=False, fixed_read_before_cost=True)
+    _trainer(tmp_path, 4, cb).fit(model, _loader())  # steps 0-3 of 8: before the cost phase
+    assert model.active == [(False, False)] * 4
+    assert model.trained == [(True, True)] * 4  # freeze_policy is not involved
+    for old, new in zip(before, model.a.policy.parameters(), strict=True):
+        torch.testing.assert_close(new.detach(), old, rtol=0, atol=0)  # unused: Adam with an exact zero gradient
+    model = _Tiny()
+    cb = ReadCostScheduler(budget_cost=0.1, start=0.5, ramp=0.25, total_steps=8, log=False, fixed_read_before_cost=True)
+    _trainer(tmp_path, 8, cb).fit(model, _loader())
+    assert [a for a, _ in model.active] == [False] * 4 + [True] * 4  # from step 4 (= 0.5 x 8), the ramp's first
+    assert model.seen[4][0] == 0.0
+    assert model.seen[5][0] > 0.0
+    model = _Tiny()
+    _trainer(tmp_path, 2, ReadCostScheduler(start=0.5, total_steps=8, log=False)).fit(model, _loader())
+    assert model.active == [(True, True)] * 2  # off by default
+
+
 def test_stop_and_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     def fit(root: Path, epochs: int, save: bool, ckpt: Path | None = None, model: _Tiny | None = None) -> _Tiny:
         model = model or _Tiny()
@@ -157,6 +180,10 @@ def test_errors() -> None:
         ReadCostScheduler(total_steps=2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="freeze_policy must be a bool"):
         ReadCostScheduler(freeze_policy="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="fixed_read_before_cost must be a bool"):
+        ReadCostScheduler(fixed_read_before_cost=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="freeze_policy and fixed_read_before_cost"):
+        ReadCostScheduler(freeze_policy=True, fixed_read_before_cost=True)
     fixed_only = pl.LightningModule()
     fixed_only.layer = ARMAttention(1, 4, num_slots=4, num_clusters=2, window=2)
     with pytest.raises(ValueError, match=r"no ARMAttention with read_policy='learned'.*1 ARM layer.*\['fixed'\]"):

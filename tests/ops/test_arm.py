@@ -378,6 +378,41 @@ def test_frozen_read_policy_reads_the_same_and_gets_an_exact_zero_gradient() -> 
     assert slot_off.abs().sum() > 0  # the rest of the layer still trains
 
 
+def test_inactive_read_policy_is_the_fixed_read_with_an_exact_zero_gradient() -> None:
+    """``policy_active = False``: the fixed read of the same weights, bit for bit, forward, backward and decode."""
+    q, k, v = _qkv(12, seed=6)
+    fixed = _layer(noise_scale=0.0).train()
+    learned = _layer(read_policy="learned", budget_cost=0.3, noise_scale=0.0).train()
+    missing, unexpected = learned.load_state_dict(fixed.state_dict(), strict=False)
+    assert not unexpected
+    assert all(name.startswith("policy.") for name in missing)
+    learned.policy_active = False
+    outs, grads = [], []
+    for attn in (fixed, learned):
+        qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
+        out = attn(qq, kk, vv)
+        (out.square().sum() + attn.last_aux_loss).backward()
+        outs.append(out.detach())
+        grads.append([t.grad for t in (qq, kk, vv)] + [attn.w_slot.grad, attn.gate_w.grad])
+        assert attn.last_slots_read == 8.0  # every cluster, every slot counted
+    torch.testing.assert_close(outs[1], outs[0], rtol=0, atol=0)
+    for mine, ref in zip(grads[1], grads[0], strict=True):
+        torch.testing.assert_close(mine, ref, rtol=0, atol=0)
+    assert float(learned.last_aux_loss) == float(fixed.last_aux_loss)  # no read cost while bypassed
+    assert learned.policy is not None
+    policy_grads = [p.grad for p in learned.policy.parameters()]
+    assert all(g is not None and float(g.abs().sum()) == 0.0 for g in policy_grads)  # in the graph, zero
+    fixed.eval(), learned.eval()
+    ref, cache = fixed.prefill(q[:, :8], k[:, :8], v[:, :8])
+    mine, mine_cache = learned.prefill(q[:, :8], k[:, :8], v[:, :8])
+    torch.testing.assert_close(mine, ref, rtol=0, atol=0)
+    step_ref, _ = fixed.step(q[:, 8:9], k[:, 8:9], v[:, 8:9], cache)
+    step_mine, _ = learned.step(q[:, 8:9], k[:, 8:9], v[:, 8:9], mine_cache)
+    torch.testing.assert_close(step_mine, step_ref, rtol=0, atol=0)
+    learned.policy_active = True
+    assert learned(q, k, v).shape == q.shape  # and the policy chooses again
+
+
 def test_learned_read_cost_is_the_expected_share_of_slots_read() -> None:
     attn = _layer(read_policy="learned", budget_cost=0.3, noise_scale=0.0).train()
     attn.generator = torch.Generator().manual_seed(1)

@@ -188,6 +188,11 @@ class ARMAttention(nn.Module):
         train_read_policy: ``True`` (default): the learned policy trains through its relaxation and cost.
             ``False``: its logits are detached (its MLP receives an exact zero gradient, so DDP still reduces
             every parameter) while its choices still select the read.
+        policy_active: ``True`` (default): the learned policy chooses each query's budget. ``False``: the policy is
+            bypassed and every query reads ``read_clusters`` clusters, exactly the fixed read (no read cost; the MLP
+            stays in the graph with an exact zero gradient). Set by
+            :class:`~lightning_icml26.callbacks.ReadCostScheduler` with ``fixed_read_before_cost=True`` (our
+            addition): the model trains on the fixed read until the cost phase, then the policy learns.
 
     Example:
         >>> attn = ARMAttention(num_heads=2, head_dim=8, num_slots=8, num_clusters=2, window=4).eval()
@@ -271,6 +276,7 @@ class ARMAttention(nn.Module):
             self._init_full_read(initial_full_read)
         self.generator: torch.Generator | None = None
         self.train_read_policy = True
+        self.policy_active = True
         self.last_aux_loss: Tensor = torch.zeros(())
         self.last_slots_read: Tensor = torch.zeros(())
 
@@ -395,6 +401,9 @@ class ARMAttention(nn.Module):
         entropy = -(probs * probs.clamp_min(torch.finfo(probs.dtype).tiny).log()).sum(-1, keepdim=True)
         layer = torch.full_like(entropy, float(self.layer_idx))
         logits = self.policy(torch.cat([q, entropy, layer], dim=-1))
+        if not self.policy_active:  # the fixed read; the MLP stays in the graph with an exact zero gradient
+            chosen = rank < self.read_clusters
+            return attend(chosen) + 0.0 * logits.sum(), chosen.sum(-1).to(q.dtype) * per, zero
         if not self.train_read_policy:
             logits = logits.detach() + 0.0 * logits  # exact zero gradient, parameters stay in the graph
         choice = gumbel_select(logits, self.tau, self.training, self.generator)
