@@ -8,7 +8,7 @@ clusters until 0.9 of the routing mass) and ARM with a learned read budget (the 
 3/4 of the steps, then its own: the policy starts on the fixed read with probability 0.95 and learns under a read
 cost ramped to 2.0: ``ARM_LEARNED_TRAINING``, ``--branch-from-fixed``). Runs before 2026-12-05 09:40 UTC used cost
 0.05 and the default policy initialisation, runs from 09:40 to 12:55 UTC cost 2.0 with the policy frozen or
-default-initialised, runs from 12:55 to 17:35 UTC trained the learned read on its own from step 0 (their JSON's
+default-initialised, runs from 12:55 to 16:58 UTC trained the learned read on its own from step 0 (their JSON's
 ``config.arm_learned`` says which: ``branch_from_fixed`` is absent there).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md).
@@ -73,11 +73,12 @@ read's training (``LearnedTraining``, validated; defaults ``ARM_LEARNED_TRAINING
 default initialisation); ``config.arm_learned`` records them. While the policy is frozen its gradient is zero but
 AdamW's weight decay (0.01) still shrinks its weights, by about 6.5 % over the first 3/4 of a 3000-step run.
 ``--branch-from-fixed`` pairs the learned read with the fixed read of its seed: the fixed-read model is trained as
-usual, its weights, AdamW state and RNG are kept at the first step of the cost phase (``LearnedTraining.branch_step``),
-and the learned read continues from there (its policy, the only new weights, starts from its initialisation), so
-the two differ only by what the cost phase does; the learned row's trace repeats the fixed read's up to the branch
-and its ``train_s`` counts the shared steps. With ``--kinds arm_learned`` alone the fixed read is trained up to the
-branch only and not evaluated. The byte-perplexity run does not branch.
+usual, its weights, AdamW state and RNGs (global and the decoder's Gumbel generator) are kept at the first step
+of the cost phase (``LearnedTraining.branch_step``), and the learned read continues from there (its policy, the
+only new weights, starts from its initialisation with fresh AdamW state), so the two differ only by what the cost
+phase does; the learned row's trace repeats the fixed read's up to the branch and its ``train_s`` counts the shared
+steps. With ``--kinds arm_learned`` alone the fixed read is trained up to the branch only and not evaluated. The
+byte-perplexity run does not branch (``config.arm_learned`` describes the MQAR runs).
 
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
 [--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]
@@ -162,6 +163,10 @@ class LearnedTraining:
             raise ValueError(f"initial_full_read must be in (0, 1) or None, got {self.initial_full_read!r}")
         if not isinstance(self.branch_from_fixed, bool):
             raise ValueError(f"branch_from_fixed must be a bool, got {self.branch_from_fixed!r}")
+        if self.branch_from_fixed and self.freeze_policy:
+            raise ValueError(
+                "freeze_policy and branch_from_fixed both decide the learned read before the cost phase; set one"
+            )
 
     def cost_at(self, step: int, total_steps: int) -> float:
         """The read cost at ``step`` of ``total_steps``."""
@@ -241,7 +246,8 @@ class Probe:
 
 @dataclass(frozen=True)
 class Branch:
-    """A training state after ``step`` of the steps: weights, AdamW state per parameter name, RNG, time, trace.
+    """A training state after ``step`` of the steps: weights, AdamW state per parameter name, the global RNG and the
+    decoder's Gumbel generator (``ARMDecoder.gumbel``), time, trace.
 
     ``LearnedTraining(branch_from_fixed=True)``: the fixed-read model's state at the learned read's first costed
     step, from which the learned read continues (see ``_train``).
@@ -251,6 +257,7 @@ class Branch:
     weights: dict[str, torch.Tensor]
     optimizer: dict[str, dict[str, Any]]
     rng: torch.Tensor
+    gumbel: torch.Tensor
     seconds: float
     trace: list[dict[str, float]]
     losses: list[float]
@@ -294,6 +301,7 @@ def _train(
             weights={k: v.detach().clone() for k, v in model.state_dict().items()},
             optimizer={names[id(p)]: copy.deepcopy(state) for p, state in opt.state.items()},
             rng=torch.get_rng_state(),
+            gumbel=model.gumbel.get_state(),
             seconds=before + time.perf_counter() - start - probing,
             trace=list(trace),
             losses=list(losses),
@@ -336,7 +344,7 @@ def _train(
 
 
 def _load_branch(model: ARMDecoder, opt: torch.optim.Optimizer, branch: Branch) -> None:
-    """Put ``branch``'s weights, AdamW state and RNG into ``model`` and ``opt``; only policy weights may be new."""
+    """Put ``branch``'s weights, AdamW state and RNGs into ``model`` and ``opt``; only policy weights may be new."""
     missing, unexpected = model.load_state_dict(branch.weights, strict=False)
     if unexpected or any(".policy." not in name for name in missing):
         raise ValueError(
@@ -347,6 +355,7 @@ def _load_branch(model: ARMDecoder, opt: torch.optim.Optimizer, branch: Branch) 
     for name, state in branch.optimizer.items():
         opt.state[params[name]] = copy.deepcopy(state)
     torch.set_rng_state(branch.rng)
+    model.gumbel.set_state(branch.gumbel)
 
 
 @torch.no_grad()
@@ -766,7 +775,10 @@ def main() -> None:
             args.branch_from_fixed,
         )
     except ValueError as err:
-        parser.error(f"--read-cost must be >= 0, --cost-start in [0, 1], --initial-full-read in (0, 1) or none: {err}")
+        parser.error(
+            "--read-cost must be >= 0, --cost-start in [0, 1], --initial-full-read in (0, 1) or none, and "
+            f"--freeze-policy goes with --no-branch-from-fixed: {err}"
+        )
     if args.pool is not None:
         _pool_main(parser, args, learned)
         return

@@ -40,10 +40,14 @@ class ReadCostScheduler(Callback):
             large enough cost still undoes: see the ARM page of the docs).
         fixed_read_before_cost: also set each layer's ``policy_active`` to whether the cost phase has begun
             (``step / total_steps >= start``): before it every query reads every cluster, exactly the fixed read,
-            and the policy is not used (zero gradient); from it the policy chooses and the cost ramps up. The
-            model is then trained like a fixed-read model that learns its read budget at the end (our addition,
-            off by default; the benchmark's ``--branch-from-fixed``, see the ARM page of the docs). Exclusive
-            with ``freeze_policy``.
+            and the policy is not used (zero gradient); from it the policy chooses and the cost ramps up. At the
+            first step of the cost phase the optimizers' state of the policy's parameters is dropped, so the policy
+            starts learning with fresh moments (a step count kept through the zero-gradient phase would inflate its
+            first updates several times). The model is then trained like a fixed-read model that learns its read
+            budget at the end (our addition, off by default; the benchmark's ``--branch-from-fixed``, with one
+            difference: decoupled weight decay shrinks the policy's weights during the fixed phase, as with
+            ``freeze_policy``). Exclusive with ``freeze_policy``. ``policy_active`` is not checkpointed: it is set
+            again from the step before every training batch (a model loaded for evaluation has the policy on).
 
     Raises:
         ValueError: an argument out of range (naming it), an unbounded run with ``total_steps=None``, or a module
@@ -164,9 +168,21 @@ class ReadCostScheduler(Callback):
                 layer.train_read_policy = cost > 0
             if self.fixed_read_before_cost:
                 layer.policy_active = in_phase
+        step = trainer.global_step
+        if self.fixed_read_before_cost and in_phase and step > 0 and not self.in_cost_phase(step - 1):
+            self._drop_policy_state(trainer, pl_module)
         self.cost = costs[0]
         if self.log:
             pl_module.log("read_cost", self.cost, on_step=True, on_epoch=False)
+
+    def _drop_policy_state(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Forget every optimizer's state of the learned layers' policy parameters (fresh moments and step count)."""
+        params = [
+            p for layer in self.learned_layers(pl_module) if layer.policy is not None for p in layer.policy.parameters()
+        ]
+        for optimizer in trainer.optimizers:
+            for param in params:
+                optimizer.state.pop(param, None)
 
     def state_dict(self) -> dict[str, Any]:
         """Each layer's target cost and the run length the schedule uses."""

@@ -128,6 +128,10 @@ def test_fixed_read_before_cost_bypasses_the_policy_until_the_cost_phase(tmp_pat
     cb = ReadCostScheduler(budget_cost=0.1, start=0.5, ramp=0.25, total_steps=8, log=False, fixed_read_before_cost=True)
     _trainer(tmp_path, 8, cb).fit(model, _loader())
     assert [a for a, _ in model.active] == [False] * 4 + [True] * 4  # from step 4 (= 0.5 x 8), the ramp's first
+    (opt,) = model.trainer.optimizers
+    assert model.a.policy is not None
+    assert [int(opt.state[p]["step"]) for p in model.a.policy.parameters()] == [4] * 4  # fresh at step 4
+    assert int(opt.state[model.a.w_slot]["step"]) == 8
     assert model.seen[4][0] == 0.0
     assert model.seen[5][0] > 0.0
     model = _Tiny()
