@@ -278,7 +278,7 @@ def _train(
     the mean training loss since the last probe and the validation recall with the decode cache), and with
     ``branch_at`` the ``Branch`` taken before step ``branch_at`` runs. ``resume`` continues from a branch: its
     weights (a model may add parameters, e.g. the learned read's policy, which keep their initialisation), AdamW
-    state and RNG, at its step, with its seconds and trace; resuming a model of the branch's kind ends with the
+    state and RNGs, at its step, with its seconds and trace; resuming a model of the branch's kind ends with the
     weights of the uninterrupted run (tested). Probes run under a forked RNG, so a traced run trains exactly like
     an untraced one.
     """
@@ -748,7 +748,7 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=ARM_LEARNED_TRAINING.branch_from_fixed,
         help="learned read: train the fixed-read model until the cost starts and continue the learned read from "
-        "its weights, optimizer state and RNG there (paired with the fixed read; MQAR only)",
+        "its weights, optimizer state and RNGs there (paired with the fixed read; MQAR only)",
     )
     parser.add_argument(
         "--merge",

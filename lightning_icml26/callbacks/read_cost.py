@@ -90,12 +90,16 @@ class ReadCostScheduler(Callback):
         self.run_steps: int | None = None
         self.cost: float | None = None
 
-    def cost_at(self, step: int, target: float) -> float:
-        """The cost of optimizer step ``step`` for a layer whose target is ``target``."""
+    def _run_length(self) -> int:
+        """The run's optimizer steps: resolved when training starts, else ``total_steps``."""
         total = self.run_steps if self.run_steps is not None else self.total_steps
         if total is None:
             raise ValueError("total_steps is unknown before training starts; give total_steps")
-        return read_cost_at(step, total, target, self.start, self.ramp)
+        return total
+
+    def cost_at(self, step: int, target: float) -> float:
+        """The cost of optimizer step ``step`` for a layer whose target is ``target``."""
+        return read_cost_at(step, self._run_length(), target, self.start, self.ramp)
 
     def in_cost_phase(self, step: int) -> bool:
         """Whether optimizer step ``step`` is in the cost phase (``step / total_steps >= start``).
@@ -105,10 +109,7 @@ class ReadCostScheduler(Callback):
             >>> sched.in_cost_phase(74), sched.in_cost_phase(75)
             (False, True)
         """
-        total = self.run_steps if self.run_steps is not None else self.total_steps
-        if total is None:
-            raise ValueError("total_steps is unknown before training starts; give total_steps")
-        return step / total >= self.start
+        return step / self._run_length() >= self.start
 
     @staticmethod
     def learned_layers(pl_module: pl.LightningModule) -> list[ARMAttention]:
@@ -160,26 +161,26 @@ class ReadCostScheduler(Callback):
         if self.targets is None:
             self.on_fit_start(trainer, pl_module)
         assert self.targets is not None
-        costs = [self.cost_at(trainer.global_step, target) for target in self.targets]
-        in_phase = self.in_cost_phase(trainer.global_step)
-        for layer, cost in zip(self.learned_layers(pl_module), costs, strict=True):
+        step = trainer.global_step
+        costs = [self.cost_at(step, target) for target in self.targets]
+        in_phase = self.in_cost_phase(step)
+        layers = self.learned_layers(pl_module)
+        for layer, cost in zip(layers, costs, strict=True):
             layer.budget_cost = cost
             if self.freeze_policy:
                 layer.train_read_policy = cost > 0
             if self.fixed_read_before_cost:
                 layer.policy_active = in_phase
-        step = trainer.global_step
         if self.fixed_read_before_cost and in_phase and step > 0 and not self.in_cost_phase(step - 1):
-            self._drop_policy_state(trainer, pl_module)
+            self._drop_policy_state(trainer, layers)
         self.cost = costs[0]
         if self.log:
             pl_module.log("read_cost", self.cost, on_step=True, on_epoch=False)
 
-    def _drop_policy_state(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """Forget every optimizer's state of the learned layers' policy parameters (fresh moments and step count)."""
-        params = [
-            p for layer in self.learned_layers(pl_module) if layer.policy is not None for p in layer.policy.parameters()
-        ]
+    @staticmethod
+    def _drop_policy_state(trainer: pl.Trainer, layers: list[ARMAttention]) -> None:
+        """Forget every optimizer's state of the layers' policy parameters (fresh moments and step count)."""
+        params = [p for layer in layers if layer.policy is not None for p in layer.policy.parameters()]
         for optimizer in trainer.optimizers:
             for param in params:
                 optimizer.state.pop(param, None)
