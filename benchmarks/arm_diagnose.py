@@ -114,27 +114,28 @@ def memory_stats(model: ARMDecoder, ids: torch.Tensor, pairs: int = PAIRS) -> di
     ``ids`` are MQAR sequences (``pairs`` key-value pairs, filler, then the ``pairs`` queries) of any length;
     only the first layer's ARM memory is replayed. ``overwritten`` is the share of value tokens whose slot is
     written again before the first query (argmax routing, as evaluated), ``overwritten_train`` the same under the
-    training-time (Gumbel) routing, ``value_slots`` the distinct slots a sequence's values use, ``filler_slots``
-    those its filler uses, ``occupied`` the slots written at all, ``gate_*`` the mean write gate per token kind.
+    training-time (Gumbel) routing (absent with ``usage_penalty``, whose routing depends on the memory),
+    ``value_slots`` the distinct slots a sequence's values use, ``filler_slots`` those its filler uses,
+    ``occupied`` the slots written at all, ``gate_*`` the mean write gate per token kind.
     """
     model.eval()
     attn = model.arm_layers()[0]
     block: Any = model.blocks[0]
     q, k, v = block._qkv(model._embed(ids))
     kh, vh = k.transpose(1, 2), v.transpose(1, 2)
-    z, _ = attn.route(kh)
-    slot = z.argmax(-1)  # (B, H, T), argmax routing as evaluated
-    attn.train()
-    sampled = attn.route(kh)[0].argmax(-1)  # Gumbel-sampled routing as in training (same hard choice at any tau)
-    attn.eval()
+    usage_aware = attn.usage_penalty > 0  # the route depends on what the slots hold: replayed in the loop below
+    slot = attn.route(kh)[0].argmax(-1)  # (B, H, T), argmax routing as evaluated (keys alone)
     b, h, n, d = kh.shape
     lag = 0 if attn.write_mode == "every_token" else attn.window
     q_start = n - 2 * pairs
     mem_k = kh.new_zeros(b, h, attn.num_slots, d)
+    usage = kh.new_zeros(b, h, attn.num_slots)
     gates: dict[str, list[float]] = {"value": [], "key": [], "filler": []}
     last_writer = torch.full((b, h, attn.num_slots), -1, dtype=torch.long)
     kinds = ["key" if t < 2 * pairs and t % 2 == 0 else "value" if t < 2 * pairs else "filler" for t in range(n)]
     for src in range(0, q_start - lag):  # every write before the first query arrives
+        if usage_aware:
+            slot[:, :, src] = attn.route_with_usage(kh[:, :, src], vh[:, :, src], usage)[0].argmax(-1)
         idx = slot[:, :, src]
         old = mem_k.gather(2, idx[..., None, None].expand(b, h, 1, d))[:, :, 0]
         feats = torch.cat([kh[:, :, src], old, vh[:, :, src]], dim=-1)
@@ -142,22 +143,31 @@ def memory_stats(model: ARMDecoder, ids: torch.Tensor, pairs: int = PAIRS) -> di
         gates[kinds[src]].append(g.mean().item())
         new = (1 - g[..., None]) * old + g[..., None] * kh[:, :, src]
         mem_k.scatter_(2, idx[..., None, None].expand(b, h, 1, d), new[:, :, None])
+        used = usage.gather(2, idx[..., None])
+        usage.scatter_(2, idx[..., None], used + g[..., None] * (1 - used))
         last_writer.scatter_(2, idx[..., None], src)
     value_pos = torch.arange(1, 2 * pairs, 2)
     vslots = slot[:, :, value_pos]  # (B, H, P)
     distinct = torch.tensor([[len(set(vslots[i, j].tolist())) for j in range(h)] for i in range(b)]).float()
     survived = last_writer.gather(2, vslots) == value_pos.view(1, 1, -1)
-    later = sampled[:, :, None, 2 * pairs : q_start - lag] == sampled[:, :, value_pos, None]
-    later = later | torch.stack(
-        [(sampled[:, :, p + 1 : 2 * pairs] == sampled[:, :, p, None]).any(-1) for p in value_pos.tolist()], dim=-1
-    ).unsqueeze(-1)
+    train_routing: dict[str, float] = {}
+    if not usage_aware:  # training-time (Gumbel) routing of the keys alone (same hard choice at any tau)
+        attn.train()
+        sampled = attn.route(kh)[0].argmax(-1)
+        attn.eval()
+        later = sampled[:, :, None, 2 * pairs : q_start - lag] == sampled[:, :, value_pos, None]
+        later = later | torch.stack(
+            [(sampled[:, :, p + 1 : 2 * pairs] == sampled[:, :, p, None]).any(-1) for p in value_pos.tolist()],
+            dim=-1,
+        ).unsqueeze(-1)
+        train_routing["overwritten_train"] = later.any(-1).float().mean().item()
     filler = slot[:, :, 2 * pairs : q_start - lag]
     filler_distinct = torch.tensor([[len(set(filler[i, j].tolist())) for j in range(h)] for i in range(b)]).float()
     model.train()
     return {
         "value_slots": distinct.mean().item(),
         "overwritten": 1 - survived.float().mean().item(),
-        "overwritten_train": later.any(-1).float().mean().item(),
+        **train_routing,
         "filler_slots": filler_distinct.mean().item(),
         "occupied": (last_writer >= 0).float().sum(-1).mean().item(),
         **{f"gate_{key}": statistics.fmean(vals) for key, vals in gates.items() if vals},

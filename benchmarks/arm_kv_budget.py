@@ -135,6 +135,9 @@ COST_KINDS = ("full", "streaming", "gsa", "arm_fixed")
 # policy read at most half the slots on ``arm_diagnose.py --freeze-policy`` (2026-12-05, docs/arm.md); was 0.05.
 ARM_BUDGET_COST = 2.0
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0}
+# ``--usage-penalty BETA`` adds ``usage_penalty`` to ``ARM_ROUTING``; ``--usage-start F`` keeps it 0 for the first
+# fraction F of the optimizer steps (the layers route by their keys alone until then).
+USAGE_START = 0.0
 
 
 @dataclass(frozen=True)
@@ -313,6 +316,9 @@ def _train(
             branch = take_branch(step)
         for layer in model.arm_layers():
             layer.tau = sched.tau_at(step)
+            if "usage_penalty" in ARM_ROUTING:
+                on = step / len(batches) >= USAGE_START
+                layer.usage_penalty = ARM_ROUTING["usage_penalty"] if on else 0.0
             if layer.read_policy == "learned":
                 layer.budget_cost = learned.cost_at(step, len(batches))
                 if learned.freeze_policy:
@@ -688,6 +694,7 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
 
 
 def main() -> None:
+    global USAGE_START
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--budget-1-8-only", action="store_true", help="only the target's KV budget, 1/8 (64 test sequences)"
@@ -757,6 +764,21 @@ def main() -> None:
         help="stored JSON of an earlier run: its rows fill the kinds not in --kinds, and the targets use both",
     )
     parser.add_argument(
+        "--usage-penalty",
+        type=float,
+        default=0.0,
+        metavar="BETA",
+        help="ARM kinds: ARMAttention's usage_penalty (writes the gate deems worth storing avoid used slots; "
+        "default 0, off)",
+    )
+    parser.add_argument(
+        "--usage-start",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="with --usage-penalty: route by the keys alone for the first fraction F of the steps (default 0)",
+    )
+    parser.add_argument(
         "--pool",
         type=Path,
         nargs="+",
@@ -765,6 +787,13 @@ def main() -> None:
         help="pool the JSON of runs of other seeds with the same settings into one record (nothing is trained)",
     )
     args = parser.parse_args()
+    if not (args.usage_penalty >= 0 and math.isfinite(args.usage_penalty)):
+        parser.error(f"--usage-penalty must be a finite number >= 0, got {args.usage_penalty}")
+    if not 0.0 <= args.usage_start < 1.0:
+        parser.error(f"--usage-start must be in [0, 1), got {args.usage_start}")
+    if args.usage_penalty > 0:  # recorded in config.arm_learned (absent from runs without it)
+        ARM_ROUTING["usage_penalty"] = args.usage_penalty
+        USAGE_START = args.usage_start
     try:
         learned = LearnedTraining(
             args.read_cost,
@@ -859,6 +888,7 @@ def main() -> None:
             "seeds": seeds,
             "budgets": list(budgets),
             "arm_learned": {**_attention("arm_learned", SEQ // 8, learned)[1], **learned.as_config()},
+            **({"usage_start": USAGE_START} if "usage_penalty" in ARM_ROUTING else {}),
         },
         "mqar": table,
         "traces": traces,

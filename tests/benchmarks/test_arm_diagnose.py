@@ -161,3 +161,28 @@ def test_memory_stats_count_overwrites_of_a_forced_routing(
     assert stats["overwritten_train"] == overwritten
     assert stats["value_slots"] == value_slots
     assert stats["occupied"] == occupied
+
+
+@pytest.mark.parametrize("usage_penalty", [0.0, 5.0])
+def test_memory_stats_replay_the_layers_own_writes(usage_penalty: float) -> None:
+    """The replay's occupied slots are those of the layer's own prefill cache after the last pre-query write."""
+    torch.manual_seed(0)
+    model = diag.ARMDecoder(
+        d_model=16,
+        num_layers=1,
+        num_heads=2,
+        attention="arm",
+        budget=16,
+        attention_kwargs={"window": 4, "num_clusters": 4, "usage_penalty": usage_penalty},
+    )
+    (attn,) = model.arm_layers()
+    ids = diag.make_recall_batch("mqar", 2, 32, 4, seed=0)["input_ids"]
+    stats = diag.memory_stats(model, ids, pairs=4)
+    model.eval()
+    with torch.no_grad():
+        q, k, v = model.blocks[0]._qkv(model._embed(ids[:, :24]))  # writes of tokens 0-19, as replayed
+        cache = attn.prefill(q, k, v)[1]
+    assert stats["occupied"] == pytest.approx(cache.occupied.float().sum(-1).mean().item())
+    assert ("overwritten_train" in stats) == (usage_penalty == 0)
+    if usage_penalty:
+        assert stats["value_slots"] == 4.0  # four values, each avoiding the slots already used

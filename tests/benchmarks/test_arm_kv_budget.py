@@ -251,3 +251,42 @@ def test_branch_step_is_the_first_costed_step() -> None:
         bench.LearnedTraining(freeze_policy=True, branch_from_fixed=True)
     config = bench.LearnedTraining(freeze_policy=False, branch_from_fixed=True).as_config()
     assert config["branch_from_fixed"] is True
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_usage_penalty_flag_is_validated(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, value: str
+) -> None:
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--usage-penalty", value])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--usage-penalty must be a finite number >= 0" in capsys.readouterr().err
+    assert "usage_penalty" not in bench.ARM_ROUTING  # nothing set by a refused run
+
+
+def test_usage_penalty_flag_reaches_every_arm_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(bench.ARM_ROUTING, "usage_penalty", 3.0)
+    for name in ("arm_fixed", "arm_top_p", "arm_learned"):
+        kind, kwargs = bench._attention(name, 64)
+        assert kind == "arm"
+        assert kwargs["usage_penalty"] == 3.0
+    model = bench._model("arm_fixed", 64, 1, 0)
+    assert all(layer.usage_penalty == 3.0 for layer in model.arm_layers())
+
+
+def test_usage_start_trains_on_the_key_router_until_it_begins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--usage-start 0.5`` the first half is bit for bit the run without a penalty; then the penalty acts."""
+    batches = _tiny_batches(4)
+    plain_half, plain = _tiny_arm(), _tiny_arm()
+    bench._train(plain_half, batches, stop=2)
+    bench._train(plain, batches)
+    monkeypatch.setitem(bench.ARM_ROUTING, "usage_penalty", 50.0)
+    monkeypatch.setattr(bench, "USAGE_START", 0.5)
+    late_half, late = _tiny_arm(), _tiny_arm()
+    bench._train(late_half, batches, stop=2)
+    bench._train(late, batches)
+    for name, value in plain_half.state_dict().items():
+        torch.testing.assert_close(late_half.state_dict()[name], value, rtol=0, atol=0, msg=name)
+    assert late_half.arm_layers()[0].usage_penalty == 0.0
+    assert late.arm_layers()[0].usage_penalty == 50.0
+    assert any(not torch.equal(late.state_dict()[k], v) for k, v in plain.state_dict().items())

@@ -134,6 +134,8 @@ def test_fresh_slot_per_token_with_gate_one_is_full_causal_attention(write_mode:
         {"read_policy": "learned"},
         {"read_policy": "learned", "window": 0, "read_clusters": 3},
         {"slot_balance_weight": 0.5, "noise_scale": 0.3, "balance_weight": 0.1},
+        {"usage_penalty": 3.0},
+        {"usage_penalty": 3.0, "write_mode": "every_token", "window": 0, "read_policy": "learned"},
     ],
 )
 def test_incremental_decode_reproduces_the_parallel_forward(cfg: dict[str, object]) -> None:
@@ -186,6 +188,8 @@ def test_training_gradients_reach_router_gate_and_policy() -> None:
         ({"top_p": 1.5}, "top_p"),
         ({"slot_balance_weight": -0.1}, "slot_balance_weight"),
         ({"noise_scale": -1.0}, "noise_scale"),
+        ({"usage_penalty": -1.0}, "usage_penalty"),
+        ({"usage_penalty": float("inf")}, "usage_penalty"),
         ({"initial_full_read": 0.9}, "initial_full_read applies to read_policy='learned'"),
         ({"read_policy": "learned", "initial_full_read": 1.0}, "initial_full_read must be a probability"),
         ({"read_policy": "learned", "initial_full_read": True}, "initial_full_read must be a probability"),
@@ -463,3 +467,74 @@ def test_initial_full_read_starts_the_policy_on_the_fixed_read() -> None:
     (learned(q, k, v).square().sum() + learned.last_aux_loss).backward()
     assert learned.policy[-1].weight.grad is not None
     assert learned.policy[-1].weight.grad.abs().sum() > 0  # zero weights, but they train
+
+
+@pytest.mark.parametrize("window", [0, 3])
+def test_usage_penalty_routing_in_the_scan_equals_the_key_router_when_negligible(window: int) -> None:
+    q, k, v = _qkv(16, seed=5)
+    plain = _layer(window=window)
+    aware = _layer(window=window, usage_penalty=1e-12)  # same weights (same seed), router run inside the scan
+    out, cache = aware.prefill(q, k, v)
+    ref, ref_cache = plain.prefill(q, k, v)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(cache.usage, ref_cache.usage)
+    aware.train(), plain.train()
+    for attn in (aware, plain):
+        attn(q, k, v)
+    torch.testing.assert_close(aware.last_aux_loss, plain.last_aux_loss)  # same routing seen by the losses
+
+
+def test_large_usage_penalty_gives_every_write_a_fresh_slot_and_usage_is_the_merged_gate() -> None:
+    attn = _layer(num_slots=8, num_clusters=2, window=0, usage_penalty=1e4)
+    _, k, v = _qkv(8, seed=6)
+    _, cache = attn.prefill(k, k, v)
+    assert bool(cache.occupied.all())  # 8 writes, 8 distinct slots, for every sequence and head
+    # each slot was written once, into an empty slot: its key is g k and its usage g, g = sigmoid(w.[k; 0; v] + b)
+    kh, vh = k.transpose(1, 2), v.transpose(1, 2)
+    feats = torch.cat([kh, torch.zeros_like(kh), vh], dim=-1)
+    gates = torch.sigmoid(torch.einsum("bhtf,hf->bht", feats, attn.gate_w) + attn.gate_b[:, None])
+    torch.testing.assert_close(cache.usage.sort(-1).values, gates.sort(-1).values)
+    stored = cache.mem_k / cache.usage.unsqueeze(-1)
+    for b in range(2):
+        for h in range(2):
+            dist = torch.cdist(stored[b, h], kh[b, h])
+            assert bool((dist.min(-1).values < 1e-9).all())  # every slot holds exactly one token's key
+    plain = _layer(num_slots=8, num_clusters=2, window=0)
+    assert not bool(plain.prefill(k, k, v)[1].occupied.all())  # keys alone collide on this input
+
+
+def test_usage_after_repeated_writes_is_one_minus_the_product_of_one_minus_gates() -> None:
+    attn = _layer(num_slots=2, num_clusters=1, window=0)
+    with torch.no_grad():
+        attn.w_slot.zero_()
+        attn.w_slot[:, 0, 0] = 1.0  # slot 0 when k[0] > 0, else slot 1
+    _, k, v = _qkv(10, seed=7)
+    cache = attn.empty_cache(2, dtype=torch.float64)
+    expected = torch.zeros(2, 2, 2, dtype=torch.float64)
+    for t in range(10):
+        kt, vt = k[:, t].unsqueeze(1), v[:, t].unsqueeze(1)
+        slot = (k[:, t, :, 0] <= 0).long()  # (B, H)
+        old = cache.mem_k.gather(2, slot[..., None, None].expand(-1, -1, 1, 4))[:, :, 0]
+        feats = torch.cat([k[:, t], old, v[:, t]], dim=-1)
+        g = torch.sigmoid(torch.einsum("bhf,hf->bh", feats, attn.gate_w) + attn.gate_b)
+        hit = F.one_hot(slot, 2).to(torch.float64)
+        expected = 1 - (1 - expected) * (1 - g[..., None] * hit)
+        _, cache = attn.step(kt, kt, vt, cache)
+    torch.testing.assert_close(cache.usage, expected)
+    torch.testing.assert_close(attn.prefill(k, k, v)[1].usage, expected)
+
+
+def test_usage_penalty_routing_passes_the_straight_through_gradient() -> None:
+    attn = _layer(usage_penalty=2.0, slot_balance_weight=0.5).train()
+    q, k, v = (t.requires_grad_() for t in _qkv(12))
+    out = attn(q, k, v)
+    (out.square().sum() + attn.last_aux_loss).backward()
+    for name in ("w_cluster", "w_slot", "gate_w", "gate_b"):
+        assert getattr(attn, name).grad.abs().sum() > 0, name
+    assert k.grad is not None
+    assert v.grad is not None
+
+
+def test_usage_penalty_must_be_a_number() -> None:
+    with pytest.raises(TypeError, match="usage_penalty"):
+        ARMAttention(2, 4, num_slots=8, num_clusters=4, usage_penalty=True)  # type: ignore[arg-type]

@@ -14,7 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lightning_icml26.ops.attention.arm_memory import gumbel_select, joint_read, masked_softmax, rank_desc, slot_write
+from lightning_icml26.ops.attention.arm_memory import (
+    gumbel_select,
+    joint_read,
+    masked_softmax,
+    rank_desc,
+    slot_write,
+    write_gate,
+)
 from lightning_icml26.ops.attention.decode_check import check_decode_step
 
 __all__ = ["ARM_READ_POLICIES", "ARM_WRITE_MODES", "ARMAttention", "ARMCache", "read_cost_at"]
@@ -31,6 +38,9 @@ class ARMCache:
         mem_k: ``(B, H, M, d)`` slot keys.
         mem_v: ``(B, H, M, d)`` slot values.
         occupied: ``(B, H, M)`` bool, slots written at least once.
+        usage: ``(B, H, M)`` write mass per slot in [0, 1): the gated merge of a constant 1, ``u <- (1 - g) u + g``
+            at each write (what ``usage_penalty`` routes by; tracked, and not counted as KV bytes, in every
+            configuration).
         win_k: ``(B, H, W, d)`` keys of the last ``W`` tokens, oldest first.
         win_v: ``(B, H, W, d)`` their values.
         win_valid: ``(B, W)`` bool, which window positions hold a token.
@@ -41,6 +51,7 @@ class ARMCache:
     mem_k: Tensor
     mem_v: Tensor
     occupied: Tensor
+    usage: Tensor
     win_k: Tensor
     win_v: Tensor
     win_valid: Tensor
@@ -137,6 +148,14 @@ class ARMAttention(nn.Module):
           probability, taken per sequence and head (so tokens of one sequence sharing a slot are penalised) and
           averaged; it is 1 under uniform use and grows as a sequence piles onto few slots. The keys enter it detached:
           it trains the routers, not the keys.
+          ``usage_penalty`` (``beta``) makes the write router aware of what each slot already holds, the "per-slot
+          usage counters" the reconstruction leaves optional, in a form of our own: each slot keeps its write mass
+          ``u`` (the gated merge of a constant 1), and a token of importance ``i = sigmoid(w_new·k + w_val·v + b_g)``
+          (its write gate without the slot term, detached) is routed on the cluster logits minus
+          ``beta i min_cluster(u)`` (the penalty of the cluster's freest slot) and the slot logits minus
+          ``beta i u``: a token the gate deems worth storing avoids slots that already hold something, a token it
+          would barely write keeps its own routing. 0 (the default) routes by the keys alone, as before, with the
+          vectorised router; above 0 the router runs inside the write scan, one step per token.
           ``noise_scale`` multiplies the training-time Gumbel noise (see
           :func:`~lightning_icml26.ops.attention.arm_memory.gumbel_select`): ``tau`` does not change the hard
           choice, ``noise_scale`` does, and 0 routes by argmax in training while the router keeps its
@@ -174,6 +193,7 @@ class ARMAttention(nn.Module):
         balance_weight: weight of the cluster load-balancing loss (0 disables it).
         slot_balance_weight: weight of the slot load-balancing loss (our addition; 0 disables it).
         noise_scale: factor >= 0 on the training-time Gumbel noise (our addition; settable; 1 is standard).
+        usage_penalty: ``beta >= 0``, how strongly a write avoids used slots (our addition; 0 disables it).
         layer_idx: layer id fed to the learned policy.
         policy_hidden: hidden width of the policy MLP.
         initial_full_read: ``None`` (default PyTorch initialisation) or a probability ``p`` in (0, 1): the policy's
@@ -224,6 +244,7 @@ class ARMAttention(nn.Module):
         slot_balance_weight: float = 0.0,
         noise_scale: float = 1.0,
         initial_full_read: float | None = None,
+        usage_penalty: float = 0.0,
     ) -> None:
         super().__init__()
         self.num_heads = _positive_int("num_heads", num_heads, 1)
@@ -255,6 +276,11 @@ class ARMAttention(nn.Module):
         if not slot_balance_weight >= 0:
             raise ValueError(f"slot_balance_weight must be >= 0, got {slot_balance_weight!r}")
         self.slot_balance_weight = float(slot_balance_weight)
+        if isinstance(usage_penalty, bool) or not isinstance(usage_penalty, (int, float)):
+            raise TypeError(f"usage_penalty must be a number >= 0, got {usage_penalty!r}")
+        if not (usage_penalty >= 0 and math.isfinite(usage_penalty)):
+            raise ValueError(f"usage_penalty must be a finite number >= 0, got {usage_penalty!r}")
+        self.usage_penalty = float(usage_penalty)
         self.tau = tau
         self.noise_scale = noise_scale
         self.slots_per_cluster = num_slots // num_clusters
@@ -328,6 +354,37 @@ class ARMAttention(nn.Module):
         r1 = torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster)
         z1 = gumbel_select(r1, self.tau, self.training, self.generator, self.noise_scale)
         r2 = torch.einsum("bhtd,hdm->bhtm", k, self.w_slot).unflatten(-1, (self.num_clusters, -1))
+        z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training, self.generator, self.noise_scale)
+        return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
+
+    def route_with_usage(self, k: Tensor, v: Tensor, usage: Tensor) -> tuple[Tensor, Tensor]:
+        """One write's routing under ``usage_penalty``: slot one-hots ``(B, H, M)`` and cluster one-hots ``(B, H, C)``.
+
+        Args:
+            k: ``(B, H, d)`` keys to write.
+            v: ``(B, H, d)`` their values (they enter the token's importance only).
+            usage: ``(B, H, M)`` write mass of each slot before this write (:attr:`ARMCache.usage`).
+
+        Example:
+            >>> attn = ARMAttention(num_heads=1, head_dim=4, num_slots=4, num_clusters=1, window=0,
+            ...                     usage_penalty=100.0).eval()
+            >>> k, v = torch.randn(2, 1, 1, 4).unbind(0)
+            >>> first = attn.route_with_usage(k, v, torch.zeros(1, 1, 4))[0].argmax(-1).item()
+            >>> used = torch.zeros(1, 1, 4)
+            >>> used[..., first] = 0.9
+            >>> attn.route_with_usage(k, v, used)[0].argmax(-1).item() != first  # the used slot is avoided
+            True
+        """
+        d = self.head_dim
+        gate_x = torch.einsum("bhd,hd->bh", k, self.gate_w[:, :d]) + torch.einsum(
+            "bhd,hd->bh", v, self.gate_w[:, 2 * d :]
+        )
+        pen = self.usage_penalty * torch.sigmoid(gate_x + self.gate_b).detach()
+        used = usage.detach().unflatten(-1, (self.num_clusters, -1))
+        r1 = torch.einsum("bhd,hdc->bhc", k, self.w_cluster) - pen[..., None] * used.amin(-1)
+        z1 = gumbel_select(r1, self.tau, self.training, self.generator, self.noise_scale)
+        r2 = torch.einsum("bhd,hdm->bhm", k, self.w_slot).unflatten(-1, (self.num_clusters, -1))
+        r2 = r2 - pen[..., None, None] * used
         z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training, self.generator, self.noise_scale)
         return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
 
@@ -415,13 +472,16 @@ class ARMAttention(nn.Module):
     def _parallel(self, q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, ARMCache]:
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         b, h, n, d = qh.shape
-        z, z1 = self.route(kh)
-        slot_of = z.argmax(-1)
         lag = 0 if self.write_mode == "every_token" else self.window
+        routed_in_scan = self.usage_penalty > 0
+        if not routed_in_scan:
+            z, z1 = self.route(kh)
+            slot_of = z.argmax(-1)
+            zcs = z.gather(-1, slot_of.unsqueeze(-1)).unbind(2)  # 1 in value, straight-through gradient
+            idxs = slot_of[..., None, None].expand(b, h, n, 1, 2 * d).unbind(2)
         mem = kh.new_zeros(b, h, self.num_slots, 2 * d)  # keys and values side by side: one gather/scatter
+        usage = kh.new_zeros(b, h, self.num_slots)
         kvs = torch.cat([kh, vh], dim=-1).unbind(2)  # unbind, not indexing: one backward op instead of T
-        zcs = z.gather(-1, slot_of.unsqueeze(-1)).unbind(2)  # 1 in value, straight-through gradient
-        idxs = slot_of[..., None, None].expand(b, h, n, 1, 2 * d).unbind(2)
         w_new, w_old = self.gate_w[:, :d], self.gate_w[:, d : 2 * d]
         w_val = self.gate_w[:, 2 * d :]
         gate_x = (
@@ -429,13 +489,29 @@ class ARMAttention(nn.Module):
         )
         gate_xs = gate_x.unbind(2)
         written = [kh.new_zeros(b, h, 2 * d)] * min(lag, n)
+        scan_z: list[Tensor] = []
+        scan_z1: list[Tensor] = []
         for src in range(n - lag):  # the write of step src + lag: only the routed slot changes
-            idx = idxs[src]
+            if routed_in_scan:
+                zt, z1t = self.route_with_usage(kh[:, :, src], vh[:, :, src], usage)
+                scan_z.append(zt)
+                scan_z1.append(z1t)
+                pick = zt.argmax(-1, keepdim=True)
+                zc, idx = zt.gather(-1, pick), pick[..., None].expand(b, h, 1, 2 * d)
+            else:
+                zc, idx = zcs[src], idxs[src]
             old = mem.gather(2, idx)[:, :, 0]
-            g = torch.sigmoid(gate_xs[src] + (old[..., :d] * w_old).sum(-1)).unsqueeze(-1) * zcs[src]
+            g = torch.sigmoid(gate_xs[src] + (old[..., :d] * w_old).sum(-1)).unsqueeze(-1) * zc
             new = (1 - g) * old + g * kvs[src]
             mem = mem.scatter(2, idx, new.unsqueeze(2))
+            used = usage.gather(2, idx[..., 0])
+            usage = usage.scatter(2, idx[..., 0], used + g.detach() * (1 - used))
             written.append(new)
+        if routed_in_scan:  # tokens still in the window at the end are routed when they are written (decode)
+            tail_z, tail_z1 = self.route(kh[:, :, len(scan_z) :])
+            z = torch.cat([torch.stack(scan_z, dim=2), tail_z], dim=2) if scan_z else tail_z
+            z1 = torch.cat([torch.stack(scan_z1, dim=2), tail_z1], dim=2) if scan_z1 else tail_z1
+            slot_of = z.argmax(-1)
         mk, mv = mem[..., :d], mem[..., d:]
         nks, nvs = torch.stack(written, dim=2).split(d, dim=-1)  # value written at each step
         steps = torch.arange(n, device=kh.device)
@@ -467,7 +543,7 @@ class ARMAttention(nn.Module):
             win_k[:, :, self.window - keep :] = kh[:, :, n - keep :]
             win_v[:, :, self.window - keep :] = vh[:, :, n - keep :]
             win_ok[:, self.window - keep :] = True
-        cache = ARMCache(mk, mv, occ[:, :, -1], win_k, win_v, win_ok, n, self.signature)
+        cache = ARMCache(mk, mv, occ[:, :, -1], usage, win_k, win_v, win_ok, n, self.signature)
         return out.transpose(1, 2), cache
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
@@ -489,7 +565,8 @@ class ARMAttention(nn.Module):
         win = torch.zeros(batch, h, w, d, dtype=dtype, device=device)
         occ = torch.zeros(batch, h, m, dtype=torch.bool, device=device)
         ok = torch.zeros(batch, w, dtype=torch.bool, device=device)
-        return ARMCache(zeros, zeros.clone(), occ, win, win.clone(), ok, 0, self.signature)
+        usage = torch.zeros(batch, h, m, dtype=dtype, device=device)
+        return ARMCache(zeros, zeros.clone(), occ, usage, win, win.clone(), ok, 0, self.signature)
 
     def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
         """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache."""
@@ -501,7 +578,14 @@ class ARMAttention(nn.Module):
             src_k, src_v, active = kh[:, :, 0], vh[:, :, 0], None
         else:
             src_k, src_v, active = cache.win_k[:, :, 0], cache.win_v[:, :, 0], cache.win_valid[:, 0]
-        z = self.route(src_k.unsqueeze(2))[0][:, :, 0]
+        if self.usage_penalty > 0:
+            z = self.route_with_usage(src_k, src_v, cache.usage)[0]
+        else:
+            z = self.route(src_k.unsqueeze(2))[0][:, :, 0]
+        g = write_gate(mk, src_k, src_v, z, self.gate_w, self.gate_b).detach().unsqueeze(-1) * z.detach()
+        if active is not None:
+            g = g * active.to(g.dtype).view(-1, 1, 1)
+        usage = cache.usage + g * (1 - cache.usage)
         mk, mv, occ = slot_write(mk, mv, occ, src_k, src_v, z, self.gate_w, self.gate_b, active)
         win_k, win_v, win_ok = cache.win_k, cache.win_v, cache.win_valid
         if self.window:
@@ -521,7 +605,7 @@ class ARMAttention(nn.Module):
             lambda p: torch.einsum("bhtm,bhmd->bhtd", p, mv),
         )
         self.last_aux_loss, self.last_slots_read = cost, slots.detach().mean()
-        new = ARMCache(mk, mv, occ, win_k, win_v, win_ok, cache.position + 1, self.signature)
+        new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
         return out.transpose(1, 2), new
 
     def _check_qkv(self, q: Tensor, k: Tensor, v: Tensor) -> None:

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["gumbel_select", "masked_softmax", "rank_desc", "slot_write", "joint_read"]
+__all__ = ["gumbel_select", "masked_softmax", "rank_desc", "slot_write", "write_gate", "joint_read"]
 
 
 def gumbel_select(
@@ -86,6 +86,31 @@ def rank_desc(scores: Tensor) -> Tensor:
     return torch.argsort(order, dim=-1, stable=True)
 
 
+def write_gate(mem_k: Tensor, k: Tensor, v: Tensor, z: Tensor, gate_w: Tensor, gate_b: Tensor) -> Tensor:
+    """The write gate ``g = sigmoid(w_g · [k ; M_K[slot] ; v] + b_g)`` of one token per (batch, head).
+
+    Args:
+        mem_k: ``(B, H, M, d)`` slot keys before the write.
+        k: ``(B, H, d)`` key to write.
+        v: ``(B, H, d)`` value to write.
+        z: ``(B, H, M)`` one-hot slot choice (it picks ``M_K[slot]``).
+        gate_w: ``(H, 3 d)`` gate weights per head.
+        gate_b: ``(H,)`` gate bias per head.
+
+    Returns:
+        ``(B, H)`` gates in (0, 1).
+
+    Example:
+        >>> g = write_gate(torch.zeros(1, 1, 2, 3), torch.ones(1, 1, 3), torch.ones(1, 1, 3),
+        ...                torch.tensor([[[1.0, 0.0]]]), torch.zeros(1, 9), torch.zeros(1))
+        >>> g.tolist()
+        [[0.5]]
+    """
+    old_k = (z.unsqueeze(-1) * mem_k).sum(-2)
+    feats = torch.cat([k, old_k, v], dim=-1)
+    return torch.sigmoid(torch.einsum("bhf,hf->bh", feats, gate_w) + gate_b)
+
+
 def slot_write(
     mem_k: Tensor,
     mem_v: Tensor,
@@ -126,9 +151,7 @@ def slot_write(
         >>> mk[0, 0, 1].tolist(), occ.tolist()
         ([1.0, 1.0, 1.0], [[[False, True]]])
     """
-    old_k = (z.unsqueeze(-1) * mem_k).sum(-2)
-    feats = torch.cat([k, old_k, v], dim=-1)
-    g = torch.sigmoid(torch.einsum("bhf,hf->bh", feats, gate_w) + gate_b)
+    g = write_gate(mem_k, k, v, z, gate_w, gate_b)
     w = z * g.unsqueeze(-1)
     hit = z > 0.5
     if active is not None:
