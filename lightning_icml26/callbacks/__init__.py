@@ -24,11 +24,13 @@ from lightning_icml26.callbacks.sparsity import (
     threshold_sweep,
 )
 from lightning_icml26.callbacks.swap_attention import SwapAttentionForInference
+from lightning_icml26.callbacks.usage_penalty import UsagePenaltyScheduler
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
     "GumbelTemperatureScheduler",
     "ReadCostScheduler",
+    "UsagePenaltyScheduler",
     "SwapAttentionForInference",
     "SeenDetectorCallback",
     "PGSValidationCallback",

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import lightning.pytorch as pl
-from lightning.pytorch.callbacks import Callback
 
+from lightning_icml26.callbacks._layer_schedule import LayerTargetSchedule, trainer_run_steps
 from lightning_icml26.ops.attention.arm import ARMAttention, read_cost_at
 
 __all__ = ["ReadCostScheduler"]
 
 
-class ReadCostScheduler(Callback):
+class ReadCostScheduler(LayerTargetSchedule):
     """Set ``budget_cost`` of every ``read_policy="learned"`` :class:`ARMAttention` from :func:`read_cost_at`.
 
     Before each training batch, the cost of optimizer step ``trainer.global_step`` is
@@ -136,23 +135,13 @@ class ReadCostScheduler(Callback):
             if self.total_steps is not None:
                 self.run_steps = self.total_steps
             else:
-                estimated = trainer.estimated_stepping_batches
-                if not math.isfinite(estimated) or estimated < 1:
-                    raise ValueError(
-                        f"the trainer's run length is {estimated}; give ReadCostScheduler(total_steps=...) "
-                        "or bound the run with max_steps / max_epochs"
-                    )
-                self.run_steps = int(estimated)
+                self.run_steps = trainer_run_steps(trainer, "ReadCostScheduler")
         if self.targets is None:
             if self.budget_cost is not None:
                 self.targets = [self.budget_cost] * len(layers)
             else:
                 self.targets = [float(layer.budget_cost) for layer in layers]
-        if len(self.targets) != len(layers):
-            raise ValueError(
-                f"the checkpoint holds {len(self.targets)} read-cost target(s) but the module has {len(layers)} "
-                "learned-read ARM layer(s)"
-            )
+        self.check_targets(len(layers), "learned-read ARM layer(s)")
 
     def on_train_batch_start(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
@@ -184,14 +173,3 @@ class ReadCostScheduler(Callback):
         for optimizer in trainer.optimizers:
             for param in params:
                 optimizer.state.pop(param, None)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Each layer's target cost and the run length the schedule uses."""
-        return {"targets": self.targets, "run_steps": self.run_steps}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the targets and run length (missing keys: resolved again when training starts)."""
-        targets = state_dict.get("targets")
-        self.targets = None if targets is None else [float(t) for t in targets]
-        run_steps = state_dict.get("run_steps")
-        self.run_steps = None if run_steps is None else int(run_steps)
