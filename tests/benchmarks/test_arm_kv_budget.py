@@ -261,7 +261,7 @@ def test_usage_penalty_flag_is_validated(
     with pytest.raises(SystemExit):
         bench.main()
     assert "--usage-penalty must be a finite number >= 0" in capsys.readouterr().err
-    assert "usage_penalty" not in bench.ARM_ROUTING  # nothing set by a refused run
+    assert bench.ARM_ROUTING["usage_penalty"] == 8.0  # nothing changed by a refused run
 
 
 def test_usage_penalty_flag_reaches_every_arm_kind(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -277,6 +277,7 @@ def test_usage_penalty_flag_reaches_every_arm_kind(monkeypatch: pytest.MonkeyPat
 def test_usage_start_trains_on_the_key_router_until_it_begins(monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``--usage-start 0.5`` the first half is bit for bit the run without a penalty; then the penalty acts."""
     batches = _tiny_batches(4)
+    monkeypatch.delitem(bench.ARM_ROUTING, "usage_penalty")
     plain_half, plain = _tiny_arm(), _tiny_arm()
     bench._train(plain_half, batches, stop=2)
     bench._train(plain, batches)

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from lightning_icml26 import _recipes
+from lightning_icml26.callbacks import UsagePenaltyScheduler
 from lightning_icml26.cli import main
 
 RECIPES = [r.name for r in _recipes.list_recipes()]
@@ -226,3 +227,28 @@ def test_run_restores_the_run_dir_variable(tmp_path: Path, monkeypatch: pytest.M
     _recipes.run(_recipes.compose("quickstart", overrides, run_dir=tmp_path / "second"))
     assert os.environ["ICML26_RUN_DIR"] == "/tmp/kept"
     assert (tmp_path / "second" / "summary.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("recipe", "overrides", "arm_layers"),
+    [
+        ("arm_mqar", [], 2),
+        ("arm_mqar_learned", [], 2),
+        ("arm_mqar", ["model.attention=streaming", "~model.attention_kwargs", "~callbacks.usage_penalty"], 0),
+        ("arm_text", ["model.attention=h2o", "~model.attention_kwargs"], 0),
+    ],
+)
+def test_arm_recipes_route_as_the_benchmark_and_their_documented_swaps_build(
+    recipe: str, overrides: list[str], arm_layers: int, tmp_path: Path
+) -> None:
+    """The MQAR recipes use the benchmark's routing (argmax, slot balance, usage-aware writes from half-way)."""
+    comments = (ROOT / "lightning_icml26" / "recipes" / f"{recipe}.yaml").read_text()
+    if overrides:
+        assert " ".join(o if not o.startswith("~") else f"'{o}'" for o in overrides) in comments
+    built = _recipes.build(_recipes.compose(recipe, overrides, run_dir=tmp_path / recipe))
+    layers = built.model.arm_layers()
+    assert len(layers) == arm_layers
+    for layer in layers:
+        assert (layer.noise_scale, layer.slot_balance_weight, layer.usage_penalty) == (0.0, 1.0, 8.0)
+    schedulers = [cb for cb in built.trainer.callbacks if isinstance(cb, UsagePenaltyScheduler)]
+    assert [cb.start for cb in schedulers] == ([0.5] if arm_layers else [])
