@@ -55,7 +55,8 @@ perplexity (300 steps of 8 chunks), several hours on a CPU.
 ``--kinds a,b`` runs only those kinds (``snapkv``/``h2o`` train full KV, ``arm_top_p`` trains ``arm_fixed``);
 ``--merge STORED.json`` fills every other kind (and the decode cost of kinds not rerun) from an earlier run's JSON
 and computes the targets from both; each row's ``source`` says ``rerun`` or ``stored``, and the JSON names the
-rerun kinds and the stored file. Use it only with the stored run's size and seed.
+rerun kinds and the stored file. Use it only with the stored run's size and seed; it refuses to keep stored ARM
+rows routed with another ``usage_penalty`` / ``usage_start`` than this run's (``check_merge_routing``).
 
 ``--steps N`` changes every kind's training steps; ``--trace-every K`` logs, every K steps, each trained kind's mean
 training loss and its recall on 32 validation sequences at 512 tokens (their own seed, never the test set), into
@@ -141,8 +142,40 @@ ARM_BUDGET_COST = 2.0
 # route by their keys alone before): chosen on the final validation recall of seeds 0-1 (0.906 against 0.819 for the
 # routing above alone; 0.22 with the penalty from step 0, where seed 0 never left MQAR's loss plateau), then checked
 # on seeds 2-5 (docs/arm.md, 2026-12-05). ``--usage-penalty 0`` removes it (the routing of the runs before).
-ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0, "usage_penalty": 8.0}
-USAGE_START = 0.5
+ARM_USAGE_PENALTY, ARM_USAGE_START = 8.0, 0.5  # the defaults; ``main`` sets the two below from its flags
+ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0, "usage_penalty": ARM_USAGE_PENALTY}
+USAGE_START = ARM_USAGE_START
+
+
+def usage_setting(config: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A run's ``(usage_penalty, usage_start)`` from its JSON ``config`` (``(None, None)``: routed by keys alone).
+
+    Example:
+        >>> usage_setting({"arm_learned": {"usage_penalty": 8.0}, "usage_start": 0.5}), usage_setting({})
+        ((8.0, 0.5), (None, None))
+    """
+    return config.get("arm_learned", {}).get("usage_penalty"), config.get("usage_start")
+
+
+def check_merge_routing(
+    stored: dict[str, Any], rerun: tuple[str, ...], setting: tuple[float | None, float | None]
+) -> None:
+    """``ValueError`` when a stored run's ARM rows that stay in a merge were routed otherwise than this run's.
+
+    Example:
+        >>> old = {"figures": {"config": {}, "mqar": [{"kind": "arm_fixed"}, {"kind": "full"}]}}
+        >>> check_merge_routing(old, ("arm_fixed",), (8.0, 0.5))  # its ARM row is replaced: fine
+        >>> check_merge_routing(old, ("arm_learned",), (8.0, 0.5))
+        Traceback (most recent call last):
+        ValueError: --merge: the stored run's ['arm_fixed'] were routed with ... (None, None), this run with ...
+    """
+    kept = sorted({row["kind"] for row in stored["figures"]["mqar"] if row["kind"].startswith("arm")} - set(rerun))
+    theirs = usage_setting(stored["figures"]["config"])
+    if kept and theirs != setting:
+        raise ValueError(
+            f"--merge: the stored run's {kept} were routed with usage_penalty, usage_start = {theirs}, this run "
+            f"with {setting}; rerun those kinds too"
+        )
 
 
 @dataclass(frozen=True)
@@ -664,6 +697,7 @@ def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> d
     ``--merge`` run does.
     """
     kinds = tuple(name for name in EVALUATED if any(row["kind"] == name for row in pooled["mqar"]))
+    check_merge_routing(stored, kinds, usage_setting(pooled["config"]))
     table, cost = merge_stored(pooled["mqar"], pooled["decode_cost"], stored, kinds)
     return {
         **pooled,
@@ -685,6 +719,8 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
     training = [f for f in ("quick", "budget_1_8_only", "budgets", "text", "steps") if getattr(args, f)]
     if learned != ARM_LEARNED_TRAINING:
         training.append("--read-cost/--cost-start/--freeze-policy/--initial-full-read/--branch-from-fixed")
+    if args.usage_penalty != ARM_USAGE_PENALTY or args.usage_start is not None:
+        training.append("--usage-penalty/--usage-start")
     if training or args.trace_every or args.kinds != ",".join(EVALUATED):
         parser.error(f"--pool trains nothing: drop the training options {training or ['--kinds/--trace-every']}")
     try:
@@ -692,7 +728,10 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
     except ValueError as err:
         parser.error(str(err))
     if args.merge is not None:
-        pooled = merge_pooled(pooled, str(args.merge), json.loads(args.merge.read_text()))
+        try:
+            pooled = merge_pooled(pooled, str(args.merge), json.loads(args.merge.read_text()))
+        except ValueError as err:
+            parser.error(str(err))
     print(markdown_table([{k: v for k, v in row.items() if not k.endswith("_per_seed")} for row in pooled["mqar"]]))
     print_targets(pooled["targets"])
     write_json(args.json, "arm_kv_budget", pooled, args)
@@ -771,18 +810,18 @@ def main() -> None:
     parser.add_argument(
         "--usage-penalty",
         type=float,
-        default=ARM_ROUTING["usage_penalty"],
+        default=ARM_USAGE_PENALTY,
         metavar="BETA",
         help="ARM kinds: ARMAttention's usage_penalty (writes the gate deems worth storing avoid used slots; "
-        f"default {ARM_ROUTING['usage_penalty']}; 0 turns it off)",
+        f"default {ARM_USAGE_PENALTY}; 0 turns it off)",
     )
     parser.add_argument(
         "--usage-start",
         type=float,
-        default=USAGE_START,
+        default=None,
         metavar="F",
         help="with --usage-penalty: route by the keys alone for the first fraction F of the steps "
-        f"(default {USAGE_START})",
+        f"(default {ARM_USAGE_START})",
     )
     parser.add_argument(
         "--pool",
@@ -795,11 +834,14 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.usage_penalty >= 0 and math.isfinite(args.usage_penalty)):
         parser.error(f"--usage-penalty must be a finite number >= 0, got {args.usage_penalty}")
-    if not 0.0 <= args.usage_start < 1.0:
+    if args.usage_start is not None and not 0.0 <= args.usage_start < 1.0:
         parser.error(f"--usage-start must be in [0, 1), got {args.usage_start}")
+    if args.usage_start is not None and args.usage_penalty == 0:
+        parser.error("--usage-start needs a --usage-penalty above 0")
+    # set on every call from the flags alone (nothing carries over from an earlier call in the same process)
+    USAGE_START = ARM_USAGE_START if args.usage_start is None else args.usage_start
     if args.usage_penalty > 0:  # recorded in config.arm_learned and config.usage_start
         ARM_ROUTING["usage_penalty"] = args.usage_penalty
-        USAGE_START = args.usage_start
     else:  # absent from the config, as in the runs made before the option
         ARM_ROUTING.pop("usage_penalty", None)
     try:
@@ -832,6 +874,11 @@ def main() -> None:
     stored: dict[str, Any] | None = None
     if args.merge is not None:
         stored = json.loads(args.merge.read_text())
+        setting = (ARM_ROUTING["usage_penalty"], USAGE_START) if "usage_penalty" in ARM_ROUTING else (None, None)
+        try:
+            check_merge_routing(stored, kinds, setting)
+        except ValueError as err:
+            parser.error(str(err))
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     quick = args.quick
     budgets = {"1/16": SEQ // 16, "1/8": SEQ // 8, "1/4": SEQ // 4}

@@ -25,7 +25,9 @@ class UsagePenaltyScheduler(LayerTargetSchedule):
 
     The targets (``usage_penalty`` when given, otherwise each layer's own ``usage_penalty`` as configured when
     training starts) and the run length are part of the checkpoint, so a run stopped before ``start`` (whose layers
-    then hold 0) resumes with the right targets.
+    then hold 0) resumes with the right targets. The callback sets the layers' ``usage_penalty`` itself: a module
+    fitted again with a new ``UsagePenaltyScheduler(usage_penalty=None)`` after a run that stopped before ``start``
+    holds 0 and is refused; give the penalty explicitly then.
 
     Args:
         usage_penalty: penalty once on (> 0, finite), or ``None`` for each layer's configured ``usage_penalty``.
@@ -91,6 +93,12 @@ class UsagePenaltyScheduler(LayerTargetSchedule):
                         "or configure the layers with one"
                     )
         self.check_targets(len(layers), "ARM layer(s)")
+        self._apply(trainer.global_step, layers)  # the sanity-check validation already routes as step 0 will
+
+    def _apply(self, step: int, layers: list[ARMAttention]) -> None:
+        assert self.targets is not None
+        for layer, target in zip(layers, self.targets, strict=True):
+            layer.usage_penalty = self.penalty_at(step, target)
 
     def on_train_batch_start(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
@@ -98,6 +106,4 @@ class UsagePenaltyScheduler(LayerTargetSchedule):
         """Apply this optimizer step's penalty to every ARM layer."""
         if self.targets is None:
             self.on_fit_start(trainer, pl_module)
-        assert self.targets is not None
-        for layer, target in zip(self.arm_layers(pl_module), self.targets, strict=True):
-            layer.usage_penalty = self.penalty_at(trainer.global_step, target)
+        self._apply(trainer.global_step, self.arm_layers(pl_module))

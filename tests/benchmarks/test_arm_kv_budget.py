@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -291,3 +292,34 @@ def test_usage_start_trains_on_the_key_router_until_it_begins(monkeypatch: pytes
     assert late_half.arm_layers()[0].usage_penalty == 0.0
     assert late.arm_layers()[0].usage_penalty == 50.0
     assert any(not torch.equal(late.state_dict()[k], v) for k, v in plain.state_dict().items())
+
+
+def test_usage_flags_are_set_from_each_call_alone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """A call with --usage-penalty 0 leaves nothing behind for the next call of ``main`` in the same process."""
+    monkeypatch.setitem(bench.ARM_ROUTING, "usage_penalty", 8.0)  # restored after the test
+    monkeypatch.setattr(bench, "USAGE_START", 0.5)
+    missing = str(tmp_path / "missing.json")
+    for argv, routed in ((["--usage-penalty", "0"], False), ([], True)):
+        monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", *argv, "--kinds", "nope"])
+        with pytest.raises(SystemExit):
+            bench.main()
+        assert ("usage_penalty" in bench.ARM_ROUTING) == routed
+        assert bench.USAGE_START == 0.5
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--usage-penalty", "0", "--usage-start", "0.2"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--usage-start needs a --usage-penalty above 0" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--usage-start", "0.2"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--usage-penalty/--usage-start" in capsys.readouterr().err
+
+
+def test_merge_refuses_stored_arm_rows_routed_otherwise() -> None:
+    stored = {"figures": {"config": {}, "mqar": [{"kind": "full"}, {"kind": "arm_fixed"}, {"kind": "arm_learned"}]}}
+    bench.check_merge_routing(stored, ("arm_fixed", "arm_learned"), (8.0, 0.5))  # every ARM row rerun
+    bench.check_merge_routing(stored, ("arm_learned",), (None, None))  # same routing as the stored run
+    with pytest.raises(ValueError, match=r"stored run's \['arm_fixed'\] were routed with"):
+        bench.check_merge_routing(stored, ("arm_learned",), (8.0, 0.5))

@@ -110,3 +110,13 @@ def test_a_checkpoint_for_another_number_of_layers_is_refused() -> None:
     trainer = pl.Trainer(max_steps=4, logger=False, enable_checkpointing=False, enable_progress_bar=False)
     with pytest.raises(ValueError, match="holds 1 target.*UsagePenaltyScheduler.*has 2 ARM layer"):
         sched.on_fit_start(trainer, _Tiny())
+
+
+def test_layers_route_as_step_zero_from_the_start_of_fit() -> None:
+    """The sanity-check validation before the first batch already sees the penalty of step 0 (0 before start)."""
+    model = _Tiny()
+    sched = UsagePenaltyScheduler(start=0.5, total_steps=4)
+    trainer = pl.Trainer(max_steps=4, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    sched.on_fit_start(trainer, model)
+    assert (model.a.usage_penalty, model.b.usage_penalty) == (0.0, 0.0)
+    assert sched.targets == [3.0, 0.0]

@@ -482,6 +482,7 @@ class ARMAttention(nn.Module):
         mem = kh.new_zeros(b, h, self.num_slots, 2 * d)  # keys and values side by side: one gather/scatter
         usage = kh.new_zeros(b, h, self.num_slots)
         kvs = torch.cat([kh, vh], dim=-1).unbind(2)  # unbind, not indexing: one backward op instead of T
+        khs, vhs = (kh.unbind(2), vh.unbind(2)) if routed_in_scan else ((), ())
         w_new, w_old = self.gate_w[:, :d], self.gate_w[:, d : 2 * d]
         w_val = self.gate_w[:, 2 * d :]
         gate_x = (
@@ -493,7 +494,7 @@ class ARMAttention(nn.Module):
         scan_z1: list[Tensor] = []
         for src in range(n - lag):  # the write of step src + lag: only the routed slot changes
             if routed_in_scan:
-                zt, z1t = self.route_with_usage(kh[:, :, src], vh[:, :, src], usage)
+                zt, z1t = self.route_with_usage(khs[src], vhs[src], usage)
                 scan_z.append(zt)
                 scan_z1.append(z1t)
                 pick = zt.argmax(-1, keepdim=True)
