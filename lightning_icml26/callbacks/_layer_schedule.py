@@ -41,13 +41,35 @@ class LayerTargetSchedule(Callback):
 
     targets: list[float] | None
     run_steps: int | None
+    total_steps: int | None
 
-    def check_targets(self, layers: int, what: str) -> None:
-        """``ValueError`` unless there is one target per layer (``what`` names the layers, e.g. ``"ARM layer(s)"``)."""
-        if self.targets is not None and len(self.targets) != layers:
+    def run_length(self) -> int:
+        """The run's optimizer steps: resolved when training starts, else ``total_steps``."""
+        total = self.run_steps if self.run_steps is not None else self.total_steps
+        if total is None:
+            raise ValueError("total_steps is unknown before training starts; give total_steps")
+        return total
+
+    def resolve(self, trainer: pl.Trainer, explicit: float | None, configured: list[float], what: str) -> None:
+        """Fix the run length and, unless restored from a checkpoint, one target per layer.
+
+        Args:
+            trainer: the fitting trainer (its ``estimated_stepping_batches`` when ``total_steps`` is ``None``).
+            explicit: a target for every layer, or ``None`` for ``configured``.
+            configured: each layer's own value when training starts.
+            what: what the layers are, for the error (``"ARM layer(s)"``).
+
+        Raises:
+            ValueError: an unbounded run without ``total_steps``, or restored targets for another number of layers.
+        """
+        if self.run_steps is None:
+            self.run_steps = self.total_steps or trainer_run_steps(trainer, type(self).__name__)
+        if self.targets is None:
+            self.targets = configured if explicit is None else [explicit] * len(configured)
+        if len(self.targets) != len(configured):
             raise ValueError(
                 f"the checkpoint holds {len(self.targets)} target(s) of {type(self).__name__} but the module has "
-                f"{layers} {what}"
+                f"{len(configured)} {what}"
             )
 
     def state_dict(self) -> dict[str, Any]:

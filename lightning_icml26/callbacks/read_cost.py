@@ -6,7 +6,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 
-from lightning_icml26.callbacks._layer_schedule import LayerTargetSchedule, trainer_run_steps
+from lightning_icml26.callbacks._layer_schedule import LayerTargetSchedule
 from lightning_icml26.ops.attention.arm import ARMAttention, read_cost_at
 
 __all__ = ["ReadCostScheduler"]
@@ -89,16 +89,9 @@ class ReadCostScheduler(LayerTargetSchedule):
         self.run_steps: int | None = None
         self.cost: float | None = None
 
-    def _run_length(self) -> int:
-        """The run's optimizer steps: resolved when training starts, else ``total_steps``."""
-        total = self.run_steps if self.run_steps is not None else self.total_steps
-        if total is None:
-            raise ValueError("total_steps is unknown before training starts; give total_steps")
-        return total
-
     def cost_at(self, step: int, target: float) -> float:
         """The cost of optimizer step ``step`` for a layer whose target is ``target``."""
-        return read_cost_at(step, self._run_length(), target, self.start, self.ramp)
+        return read_cost_at(step, self.run_length(), target, self.start, self.ramp)
 
     def in_cost_phase(self, step: int) -> bool:
         """Whether optimizer step ``step`` is in the cost phase (``step / total_steps >= start``).
@@ -108,7 +101,7 @@ class ReadCostScheduler(LayerTargetSchedule):
             >>> sched.in_cost_phase(74), sched.in_cost_phase(75)
             (False, True)
         """
-        return step / self._run_length() >= self.start
+        return step / self.run_length() >= self.start
 
     @staticmethod
     def learned_layers(pl_module: pl.LightningModule) -> list[ARMAttention]:
@@ -131,17 +124,9 @@ class ReadCostScheduler(LayerTargetSchedule):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Resolve the run length and, unless restored from a checkpoint, each layer's target cost."""
         layers = self.learned_layers(pl_module)
-        if self.run_steps is None:
-            if self.total_steps is not None:
-                self.run_steps = self.total_steps
-            else:
-                self.run_steps = trainer_run_steps(trainer, "ReadCostScheduler")
-        if self.targets is None:
-            if self.budget_cost is not None:
-                self.targets = [self.budget_cost] * len(layers)
-            else:
-                self.targets = [float(layer.budget_cost) for layer in layers]
-        self.check_targets(len(layers), "learned-read ARM layer(s)")
+        self.resolve(
+            trainer, self.budget_cost, [float(layer.budget_cost) for layer in layers], "learned-read ARM layer(s)"
+        )
 
     def on_train_batch_start(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int

@@ -7,7 +7,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 
-from lightning_icml26.callbacks._layer_schedule import LayerTargetSchedule, trainer_run_steps
+from lightning_icml26.callbacks._layer_schedule import LayerTargetSchedule
 from lightning_icml26.ops.attention.arm import ARMAttention
 
 __all__ = ["UsagePenaltyScheduler"]
@@ -61,13 +61,11 @@ class UsagePenaltyScheduler(LayerTargetSchedule):
         self.usage_penalty = None if usage_penalty is None else float(usage_penalty)
         self.start, self.total_steps = float(start), total_steps
         self.targets: list[float] | None = None
-        self.run_steps: int | None = total_steps
+        self.run_steps: int | None = None
 
     def penalty_at(self, step: int, target: float) -> float:
         """The penalty of optimizer step ``step`` for a layer whose target is ``target``."""
-        if self.run_steps is None:
-            raise ValueError("total_steps is unknown before training starts; give total_steps")
-        return target if step / self.run_steps >= self.start else 0.0
+        return target if step / self.run_length() >= self.start else 0.0
 
     @staticmethod
     def arm_layers(pl_module: pl.LightningModule) -> list[ARMAttention]:
@@ -80,19 +78,13 @@ class UsagePenaltyScheduler(LayerTargetSchedule):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Resolve the run length and, unless restored from a checkpoint, each layer's target penalty."""
         layers = self.arm_layers(pl_module)
-        if self.run_steps is None:
-            self.run_steps = trainer_run_steps(trainer, "UsagePenaltyScheduler")
-        if self.targets is None:
-            if self.usage_penalty is not None:
-                self.targets = [self.usage_penalty] * len(layers)
-            else:
-                self.targets = [float(layer.usage_penalty) for layer in layers]
-                if not any(self.targets):
-                    raise ValueError(
-                        "no ARMAttention layer has usage_penalty > 0; give UsagePenaltyScheduler(usage_penalty=...) "
-                        "or configure the layers with one"
-                    )
-        self.check_targets(len(layers), "ARM layer(s)")
+        configured = [float(layer.usage_penalty) for layer in layers]
+        if self.targets is None and self.usage_penalty is None and not any(configured):
+            raise ValueError(
+                "no ARMAttention layer has usage_penalty > 0; give UsagePenaltyScheduler(usage_penalty=...) "
+                "or configure the layers with one"
+            )
+        self.resolve(trainer, self.usage_penalty, configured, "ARM layer(s)")
         self._apply(trainer.global_step, layers)  # the sanity-check validation already routes as step 0 will
 
     def _apply(self, step: int, layers: list[ARMAttention]) -> None:
