@@ -12,9 +12,9 @@ default-initialised, runs from 12:55 to 16:58 UTC trained the learned read on it
 ``config.arm_learned`` says which: ``branch_from_fixed`` is absent there).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md) and, from half-way through training (``USAGE_START``), with
-usage-aware writes (``usage_penalty`` 8: a write the gate deems worth storing avoids slots already written). Runs
+usage-aware writes (``usage_penalty`` 32: a write the gate deems worth storing avoids slots already written). Runs
 before 2026-12-05 19:40 UTC had no usage penalty (``usage_penalty`` is absent from their ``config.arm_learned``);
-``--usage-penalty 0`` reproduces them.
+``--usage-penalty 0`` reproduces them; runs from 19:40 UTC on 2026-12-05 to 22:45 UTC used 8 (``--usage-penalty 8``).
 
 Data: generated MQAR (``lightning_icml26.data.make_recall_batch``), 512 tokens, 16 key-value pairs then filler,
 then the 16 keys again in random order; a value is scored after each query key. The 16 stored pairs fit in
@@ -139,10 +139,11 @@ COST_KINDS = ("full", "streaming", "gsa", "arm_fixed")
 # policy read at most half the slots on ``arm_diagnose.py --freeze-policy`` (2026-12-05, docs/arm.md); was 0.05.
 ARM_BUDGET_COST = 2.0
 # Usage-aware writes (``usage_penalty``, our addition) from half-way through training (``USAGE_START``: the layers
-# route by their keys alone before): chosen on the final validation recall of seeds 0-1 (0.906 against 0.819 for the
-# routing above alone; 0.22 with the penalty from step 0, where seed 0 never left MQAR's loss plateau), then checked
-# on seeds 2-5 (docs/arm.md, 2026-12-05). ``--usage-penalty 0`` removes it (the routing of the runs before).
-ARM_USAGE_PENALTY, ARM_USAGE_START = 8.0, 0.5  # the defaults; ``main`` sets the two below from its flags
+# route by their keys alone before): chosen on the fixed read's final validation recall of seeds 0-1 (penalty 8:
+# 0.906 against 0.819 for the routing above alone, 0.22 with the penalty from step 0, where seed 0 never left MQAR's
+# loss plateau; then penalty 32: 0.977), then checked on seeds 2-5 (docs/arm.md, 2026-12-05).
+# ``--usage-penalty 0`` removes it (the routing of the runs before), ``--usage-penalty 8`` is the first default.
+ARM_USAGE_PENALTY, ARM_USAGE_START = 32.0, 0.5  # the defaults; ``main`` sets the two below from its flags
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0, "usage_penalty": ARM_USAGE_PENALTY}
 USAGE_START = ARM_USAGE_START
 

@@ -262,7 +262,7 @@ def test_usage_penalty_flag_is_validated(
     with pytest.raises(SystemExit):
         bench.main()
     assert "--usage-penalty must be a finite number >= 0" in capsys.readouterr().err
-    assert bench.ARM_ROUTING["usage_penalty"] == 8.0  # nothing changed by a refused run
+    assert bench.ARM_ROUTING["usage_penalty"] == bench.ARM_USAGE_PENALTY == 32.0  # nothing changed by a refused run
 
 
 def test_usage_penalty_flag_reaches_every_arm_kind(monkeypatch: pytest.MonkeyPatch) -> None:

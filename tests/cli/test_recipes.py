@@ -249,6 +249,6 @@ def test_arm_recipes_route_as_the_benchmark_and_their_documented_swaps_build(
     layers = built.model.arm_layers()
     assert len(layers) == arm_layers
     for layer in layers:
-        assert (layer.noise_scale, layer.slot_balance_weight, layer.usage_penalty) == (0.0, 1.0, 8.0)
+        assert (layer.noise_scale, layer.slot_balance_weight, layer.usage_penalty) == (0.0, 1.0, 32.0)
     schedulers = [cb for cb in built.trainer.callbacks if isinstance(cb, UsagePenaltyScheduler)]
     assert [cb.start for cb in schedulers] == ([0.5] if arm_layers else [])
