@@ -14,7 +14,7 @@ Every ARM kind routes by argmax in training with a slot-level balance loss (``AR
 Gumbel noise ARM stayed at chance, see docs/arm.md) and, from half-way through training (``USAGE_START``), with
 usage-aware writes (``usage_penalty`` 32: a write the gate deems worth storing avoids slots already written). Runs
 before 2026-12-05 19:40 UTC had no usage penalty (``usage_penalty`` is absent from their ``config.arm_learned``);
-``--usage-penalty 0`` reproduces them. The default penalty was 8 until 2026-12-05 23:45 UTC (each run's
+``--usage-penalty 0`` reproduces them. The default penalty was 8 until 2026-12-05 23:41 UTC (each run's
 ``config.arm_learned`` records its own).
 
 Data: generated MQAR (``lightning_icml26.data.make_recall_batch``), 512 tokens, 16 key-value pairs then filler,

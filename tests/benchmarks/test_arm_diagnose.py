@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import torch
 
+from tests.benchmarks._tiny_arm import tiny_arm_decoder
+
 diag = importlib.import_module("benchmarks.arm_diagnose")
 
 _KEYS = {
@@ -126,19 +128,6 @@ def test_freeze_policy_needs_a_cost_warm_up(monkeypatch: pytest.MonkeyPatch, cap
     assert "--freeze-policy needs --read-policy learned and --cost-start" in capsys.readouterr().err
 
 
-def _tiny_arm(budget: int, **attention_kwargs: float) -> diag.ARMDecoder:
-    """A seeded one-layer ARM decoder (d_model 16, two heads, window 4, 4 clusters)."""
-    torch.manual_seed(0)
-    return diag.ARMDecoder(
-        d_model=16,
-        num_layers=1,
-        num_heads=2,
-        attention="arm",
-        budget=budget,
-        attention_kwargs={"window": 4, "num_clusters": 4, **attention_kwargs},
-    )
-
-
 @pytest.mark.parametrize(
     ("budget", "overwritten", "value_slots", "occupied"), [(16, 1.0, 4.0, 12.0), (40, 0.0, 4.0, 20.0)]
 )
@@ -150,7 +139,7 @@ def test_memory_stats_count_overwrites_of_a_forced_routing(
     With M = 12 each value (tokens 1, 3, 5, 7) is written over by token t + 12 < 20; with M = 36 none is, and the
     20 writes fill 20 slots (counted by hand).
     """
-    model = _tiny_arm(budget)
+    model = tiny_arm_decoder(budget)
     (attn,) = model.arm_layers()
     ids = diag.make_recall_batch("mqar", 2, 32, 4, seed=0)["input_ids"]
 
@@ -171,7 +160,7 @@ def test_memory_stats_count_overwrites_of_a_forced_routing(
 @pytest.mark.parametrize("usage_penalty", [0.0, 5.0])
 def test_memory_stats_replay_the_layers_own_writes(usage_penalty: float) -> None:
     """The replay's occupied slots are those of the layer's own prefill cache after the last pre-query write."""
-    model = _tiny_arm(16, usage_penalty=usage_penalty)
+    model = tiny_arm_decoder(16, usage_penalty=usage_penalty)
     (attn,) = model.arm_layers()
     ids = diag.make_recall_batch("mqar", 2, 32, 4, seed=0)["input_ids"]
     stats = diag.memory_stats(model, ids, pairs=4)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from lightning_icml26.data import make_recall_batch
+from tests.benchmarks._tiny_arm import tiny_arm_decoder
 
 bench = importlib.import_module("benchmarks.arm_kv_budget")
 
@@ -52,16 +53,8 @@ def _tiny_batches(steps: int) -> list[dict[str, torch.Tensor]]:
 
 
 def _tiny_arm(**attention_kwargs: object) -> bench.ARMDecoder:
-    """A one-layer ARM decoder (d_model 16, budget 16) with the benchmark's routing, seeded."""
-    torch.manual_seed(0)
-    return bench.ARMDecoder(
-        d_model=16,
-        num_layers=1,
-        num_heads=2,
-        attention="arm",
-        budget=16,
-        attention_kwargs={"window": 4, "num_clusters": 2, **bench.ARM_ROUTING, **attention_kwargs},
-    )
+    """The tiny ARM decoder with the benchmark's routing (budget 16, two clusters)."""
+    return tiny_arm_decoder(num_clusters=2, **{**bench.ARM_ROUTING, **attention_kwargs})
 
 
 def test_validation_trace_does_not_change_training() -> None:
