@@ -6,10 +6,11 @@ SnapKV- and H2O-style eviction (training-free: the full model's weights with an 
 Slot Attention, ARM with a fixed read (all clusters), ARM with a top-p read (the fixed model's weights, reading
 clusters until 0.9 of the routing mass) and ARM with a learned read budget (the fixed-read model's training up to
 3/4 of the steps, then its own: the policy starts on the fixed read with probability 0.95 and learns under a read
-cost ramped to 2.0: ``ARM_LEARNED_TRAINING``, ``--branch-from-fixed``). Runs before 2026-12-05 09:40 UTC used cost
+cost ramped to 1.5: ``ARM_LEARNED_TRAINING``, ``--branch-from-fixed``). Runs before 2026-12-05 09:40 UTC used cost
 0.05 and the default policy initialisation, runs from 09:40 to 12:55 UTC cost 2.0 with the policy frozen or
 default-initialised, runs from 12:55 to 16:58 UTC trained the learned read on its own from step 0 (their JSON's
-``config.arm_learned`` says which: ``branch_from_fixed`` is absent there).
+``config.arm_learned`` says which: ``branch_from_fixed`` is absent there); the default cost was 2.0 until
+2026-12-06 (``config.arm_learned.budget_cost``).
 Every ARM kind routes by argmax in training with a slot-level balance loss (``ARM_ROUTING``; with the standard
 Gumbel noise ARM stayed at chance, see docs/arm.md) and, from half-way through training (``USAGE_START``), with
 usage-aware writes (``usage_penalty`` 32: a write the gate deems worth storing avoids slots already written). Runs
@@ -71,7 +72,8 @@ perplexity to a run that would skip it (it trains every kind).
 ``--seed S --seeds 1`` runs on two cores) into one record, recall mean and spread over all their seeds, targets
 recomputed; it refuses differing settings, a repeated seed and ``--merge`` records. ``--pool A.json B.json --merge
 STORED.json`` then fills the kinds the pooled runs lack from STORED (e.g. two one-seed ``--kinds arm_learned`` runs
-joined with a stored run of every kind).
+joined with a stored run of every kind). ``--pool ... --kinds K,...`` pools only those kinds; a pool without ARM
+kinds may join runs that differ in ARM's settings alone (e.g. the baselines of runs made before a change to ARM).
 
 ``--read-cost C``, ``--cost-start F``, ``--[no-]freeze-policy`` and ``--initial-full-read P`` change the learned
 read's training (``LearnedTraining``, validated; defaults ``ARM_LEARNED_TRAINING``; ``--initial-full-read none``:
@@ -88,7 +90,7 @@ byte-perplexity run does not branch (``config.arm_learned`` describes the MQAR r
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
 [--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]
 [--[no-]branch-from-fixed]`` or
-``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--merge STORED.json] --json OUT``.
+``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--kinds K,...] [--merge STORED.json] --json OUT``.
 """
 
 from __future__ import annotations
@@ -137,14 +139,19 @@ COST_KINDS = ("full", "streaming", "gsa", "arm_fixed")
 # Chosen on ``benchmarks/arm_diagnose.py`` (64 tokens, 8 pairs, its own data), before this benchmark ran with
 # them: with the standard Gumbel noise ARM stayed at chance there and here.
 # The learned read policy's cost per share of the slots read: the smallest of 0.2, 0.5, 1 and 2 with which the
-# policy read at most half the slots on ``arm_diagnose.py --freeze-policy`` (2026-12-05, docs/arm.md); was 0.05.
-ARM_BUDGET_COST = 2.0
+# policy read at most half the slots on ``arm_diagnose.py --freeze-policy`` (2026-12-05, docs/arm.md; was 0.05),
+# 2 until 2026-12-06. With usage-aware writes at penalty 32, the same rule as the training below on this benchmark's
+# final validation recall of seeds 0-1 (reading at most half the slots): cost 1 read 26.1 of 48 slots (excluded),
+# cost 2 0.954 at 20.0, cost 1.5 0.981 at 20.3 (this one); seeds 2-5 were run after the choice (docs/arm.md).
+ARM_BUDGET_COST = 1.5
 # Usage-aware writes (``usage_penalty``, our addition) from half-way through training (``USAGE_START``: the layers
 # route by their keys alone before): chosen on the fixed read's final validation recall of seeds 0-1 (penalty 8:
 # 0.906 against 0.819 for the routing above alone, 0.22 with the penalty from step 0, where seed 0 never left MQAR's
 # loss plateau; then penalty 32: 0.977), then checked on seeds 2-5 (docs/arm.md, 2026-12-05).
 # ``--usage-penalty 0`` removes it (the routing of the runs before), ``--usage-penalty 8`` is the first default.
 ARM_USAGE_PENALTY, ARM_USAGE_START = 32.0, 0.5  # the defaults; ``main`` sets the two below from its flags
+# ``config`` keys that change the ARM kinds alone (a pool of other kinds may differ in them, ``pool_records``).
+ARM_ONLY_SETTINGS = ("arm_learned", "usage_start")
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0, "usage_penalty": ARM_USAGE_PENALTY}
 USAGE_START = ARM_USAGE_START
 
@@ -167,13 +174,15 @@ def check_merge_routing(
     Example:
         >>> old = {"figures": {"config": {}, "mqar": [{"kind": "arm_fixed"}, {"kind": "full"}]}}
         >>> check_merge_routing(old, ("arm_fixed",), (8.0, 0.5))  # its ARM row is replaced: fine
+        >>> check_merge_routing(old, ("full",), (8.0, 0.5))  # no ARM kind rerun: the stored ARM rows stand alone
         >>> check_merge_routing(old, ("arm_learned",), (8.0, 0.5))
         Traceback (most recent call last):
         ValueError: --merge: the stored run's ['arm_fixed'] were routed with ... (None, None), this run with ...
     """
     kept = sorted({row["kind"] for row in stored["figures"]["mqar"] if row["kind"].startswith("arm")} - set(rerun))
     theirs = usage_setting(stored["figures"]["config"])
-    if kept and theirs != setting:
+    rerun_arm = any(name.startswith("arm") for name in rerun)  # routing changes nothing in the other kinds
+    if kept and rerun_arm and theirs != setting:
         raise ValueError(
             f"--merge: the stored run's {kept} were routed with usage_penalty, usage_start = {theirs}, this run "
             f"with {setting}; rerun those kinds too"
@@ -244,7 +253,7 @@ class LearnedTraining:
 # frozen until the cost starts (0.50), trained from the start (0.72), trained from the start beginning on the fixed
 # read with probability 0.95 (0.84, the default until seeds 2-3 showed it failing: 0.66 over seeds 0-3). Then, over
 # seeds 0-3: the learned read branched from the fixed-read model at the cost phase, its policy starting on the fixed
-# read with probability 0.95 (0.82, this one). Cost 2 from ``arm_diagnose.py``.
+# read with probability 0.95 (0.82, this one). Its cost: ``ARM_BUDGET_COST`` (1.5 since 2026-12-06, 2 before).
 ARM_LEARNED_TRAINING = LearnedTraining(freeze_policy=False, initial_full_read=0.95, branch_from_fixed=True)
 VAL_SEQUENCES = 32  # validation sequences of the ``--trace-every`` probe (their own seed, never the test set)
 
@@ -634,18 +643,37 @@ def _seed_values(path: str, row: dict[str, Any], figures: dict[str, Any]) -> lis
     return [(row["recall"], row["slots_read"], row["train_s"])]
 
 
-def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def pool_records(records: list[tuple[str, dict[str, Any]]], kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The figures of several runs of other seeds with the same settings, pooled as one run of all their seeds.
 
     Every record must be an ``arm_kv_budget`` run (not a ``--merge``, no byte perplexity), with the same
-    ``config`` apart from its seeds, no seed twice (``check_poolable``), and the same kinds and budgets; otherwise
-    ``ValueError`` names the file and what differs. Recall rows are pooled per seed (:func:`summarize`), decode
-    times averaged over the runs (KV bytes are the same), traces joined; targets are recomputed.
+    ``config`` apart from its seeds and ``budgets`` (the rows' budgets are compared instead), no seed twice
+    (``check_poolable``), and the same kinds and budgets; otherwise ``ValueError`` names the file and what differs.
+    Recall rows are pooled per seed (:func:`summarize`), decode times averaged over the runs (KV bytes are the
+    same), traces joined; targets are recomputed.
+
+    ``kinds`` pools only those kinds (``--pool ... --kinds``), which every record must hold; when none of them is
+    an ARM kind, the records may differ in the settings that change ARM alone (:data:`ARM_ONLY_SETTINGS`), which
+    the pooled ``config`` then leaves out: e.g. the baselines of a run made before a change to ARM's training,
+    pooled with baseline runs of other seeds made after it.
     """
     if len(records) < 2:
         raise ValueError(f"--pool needs at least two JSON files, got {len(records)}")
-    check_poolable(records, "arm_kv_budget", "config", "seeds")
+    arm_free = kinds is not None and not any(name.startswith("arm") for name in kinds)
+    dropped = ARM_ONLY_SETTINGS if arm_free else ()
+    # "budgets" (absent from runs made before --budgets) is not compared: the rows' budgets are, below
+    check_poolable(records, "arm_kv_budget", "config", "seeds", ignore=("budgets", *dropped))
     first_path, first = records[0]
+
+    def kept(kind: str) -> bool:
+        return kinds is None or kind in kinds
+
+    def kept_key(path: str, key: str) -> bool:  # traces and memory are keyed "budget kind seed S"
+        parts = key.split()
+        if len(parts) != 4:
+            raise ValueError(f"--pool: {path} has a trace or memory key {key!r}, not 'budget kind seed S'")
+        return kept(parts[1])
+
     seeds: list[int] = []
     per_seed: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     cost: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -658,15 +686,20 @@ def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         if figures.get("byte_perplexity_1_8"):
             raise ValueError(f"--pool covers MQAR and decode cost only; {path} holds byte perplexity")
         seeds += figures["config"]["seeds"]
-        keys = {(row["budget"], row["kind"]) for row in figures["mqar"]}
+        rows = [row for row in figures["mqar"] if kept(row["kind"])]
+        missing = sorted(set(kinds or ()) - {row["kind"] for row in rows})
+        if missing:
+            raise ValueError(f"--pool --kinds: {path} has no rows of {missing}")
+        keys = {(row["budget"], row["kind"]) for row in rows}
         if per_seed and keys != set(per_seed):
             raise ValueError(f"--pool: {path} has other budgets or kinds than {first_path}")
-        for row in figures["mqar"]:
+        for row in rows:
             per_seed.setdefault((row["budget"], row["kind"]), []).extend(_seed_values(path, row, figures))
         for row in figures["decode_cost"]:
-            cost.setdefault((row["kind"], int(row["context"])), []).append(row)
-        traces |= figures.get("traces", {})
-        memory |= figures.get("memory", {})
+            if kept(row["kind"]):
+                cost.setdefault((row["kind"], int(row["context"])), []).append(row)
+        traces |= {key: value for key, value in figures.get("traces", {}).items() if kept_key(path, key)}
+        memory |= {key: value for key, value in figures.get("memory", {}).items() if kept_key(path, key)}
     pooled_cost = [
         {
             "kind": kind,
@@ -678,8 +711,11 @@ def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     ]
     order = sorted(per_seed, key=lambda key: (key[0], EVALUATED.index(key[1])))
     table = summarize({key: per_seed[key] for key in order})
+    config = {key: value for key, value in first["figures"]["config"].items() if key not in dropped}
+    budgets = list(dict.fromkeys(budget for budget, _ in order))
     return {
-        "config": {**first["figures"]["config"], "seeds": seeds},
+        "config": {**config, "seeds": seeds, "budgets": budgets},
+        **({"pooled_kinds": list(kinds)} if kinds is not None else {}),
         "mqar": table,
         "traces": traces,
         "memory": memory,
@@ -690,6 +726,24 @@ def pool_records(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             {"path": path, "command": record["command"], "time": record["time"]} for path, record in records
         ],
     }
+
+
+def merged_config(config: dict[str, Any], stored: dict[str, Any], rerun: tuple[str, ...]) -> dict[str, Any]:
+    """The ``config`` of a merged record: with no ARM kind in ``rerun``, its ARM rows, and so the settings that
+    change ARM alone (:data:`ARM_ONLY_SETTINGS`), are the stored run's.
+
+    Example:
+        >>> stored = {"figures": {"config": {"usage_start": 0.5, "arm_learned": {"budget_cost": 2.0}}}}
+        >>> merged_config({"steps": 8, "usage_start": 0.2}, stored, ("full",))
+        {'steps': 8, 'arm_learned': {'budget_cost': 2.0}, 'usage_start': 0.5}
+        >>> merged_config({"steps": 8, "usage_start": 0.2}, stored, ("arm_fixed",))
+        {'steps': 8, 'usage_start': 0.2}
+    """
+    if any(name.startswith("arm") for name in rerun):
+        return config
+    theirs = stored["figures"]["config"]
+    own = {key: value for key, value in config.items() if key not in ARM_ONLY_SETTINGS}
+    return {**own, **{key: theirs[key] for key in ARM_ONLY_SETTINGS if key in theirs}}
 
 
 def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> dict[str, Any]:
@@ -703,6 +757,7 @@ def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> d
     table, cost = merge_stored(pooled["mqar"], pooled["decode_cost"], stored, kinds)
     return {
         **pooled,
+        "config": merged_config(pooled["config"], stored, kinds),
         "mqar": table,
         "decode_cost": cost,
         "targets": compute_targets(table, cost),
@@ -723,10 +778,11 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
         training.append("--read-cost/--cost-start/--freeze-policy/--initial-full-read/--branch-from-fixed")
     if args.usage_penalty != ARM_USAGE_PENALTY or args.usage_start is not None:
         training.append("--usage-penalty/--usage-start")
-    if training or args.trace_every or args.kinds != ",".join(EVALUATED):
-        parser.error(f"--pool trains nothing: drop the training options {training or ['--kinds/--trace-every']}")
+    if training or args.trace_every:
+        parser.error(f"--pool trains nothing: drop the training options {training or ['--trace-every']}")
     try:
-        pooled = pool_records([(str(path), json.loads(path.read_text())) for path in args.pool])
+        kinds = None if args.kinds == ",".join(EVALUATED) else parse_kinds(args.kinds)
+        pooled = pool_records([(str(path), json.loads(path.read_text())) for path in args.pool], kinds)
     except ValueError as err:
         parser.error(str(err))
     if args.merge is not None:
@@ -749,7 +805,8 @@ def main() -> None:
     parser.add_argument(
         "--kinds",
         default=",".join(EVALUATED),
-        help=f"comma-separated subset of {EVALUATED} to run (snapkv/h2o train full, arm_top_p trains arm_fixed)",
+        help=f"comma-separated subset of {EVALUATED} to run (snapkv/h2o train full, arm_top_p trains arm_fixed); "
+        "with --pool, the kinds to pool",
     )
     parser.add_argument(
         "--budgets",
@@ -955,6 +1012,7 @@ def main() -> None:
         "targets": targets,
     }
     if stored is not None:
+        figures["config"] = merged_config(figures["config"], stored, kinds)
         figures["rerun_kinds"] = list(kinds)
         figures["merged_from"] = {"path": str(args.merge), "command": stored["command"], "time": stored["time"]}
     print_targets(targets)

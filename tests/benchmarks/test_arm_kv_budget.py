@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from pathlib import Path
 
@@ -124,6 +125,68 @@ def test_pool_refuses_other_settings_repeated_seeds_and_merged_runs() -> None:
         bench.pool_records([("a.json", _run(0, 1, 0.5, 1)), ("g.json", {"benchmark": "g_substrate", "figures": {}})])
     with pytest.raises(ValueError, match="at least two"):
         bench.pool_records([("a.json", _run(0, 1, 0.5, 1))])
+
+
+def test_pool_of_chosen_kinds_ignores_arm_settings_only_when_no_arm_kind_is_pooled() -> None:
+    """``--pool ... --kinds full``: baselines of runs with other ARM settings pool; ARM kinds still must match."""
+    old, new = _run(0, 1.0, 0.5, 1.0), _run(1, 0.8, 0.9, 3.0)
+    old["figures"]["config"]["arm_learned"] = {"budget_cost": 0.05}  # made before a change to ARM's training
+    new["figures"]["config"] |= {"arm_learned": {"budget_cost": 1.5}, "usage_start": 0.5, "budgets": ["1/8"]}
+    new["figures"]["traces"]["1/8 arm_fixed seed 1"] = []
+    pooled = bench.pool_records([("old.json", old), ("new.json", new)], ("full",))
+    assert [(row["kind"], row["recall_per_seed"]) for row in pooled["mqar"]] == [("full", [1.0, 0.8])]
+    assert pooled["config"] == {"steps": 3000, "seeds": [0, 1], "budgets": ["1/8"]}
+    assert pooled["pooled_kinds"] == ["full"]
+    assert pooled["decode_cost"] == []
+    assert set(pooled["traces"]) == {"1/8 full seed 0", "1/8 full seed 1"}
+    with pytest.raises(ValueError, match=r"new\.json was run with arm_learned="):
+        bench.pool_records([("old.json", old), ("new.json", new)], ("full", "arm_fixed"))
+    with pytest.raises(ValueError, match=r"new\.json was run with arm_learned="):
+        bench.pool_records([("old.json", old), ("new.json", new)])
+    with pytest.raises(ValueError, match=r"--pool --kinds: old\.json has no rows of \['gsa'\]"):
+        bench.pool_records([("old.json", old), ("new.json", new)], ("full", "gsa"))
+    shorter = _run(1, 0.8, 0.9, 3.0, steps=1500)  # a setting of every kind still counts
+    with pytest.raises(ValueError, match=r"new\.json was run with steps=1500"):
+        bench.pool_records([("old.json", old), ("new.json", shorter)], ("full",))
+    broken = _run(1, 0.8, 0.9, 3.0)
+    broken["figures"]["traces"] = {"full": []}
+    with pytest.raises(ValueError, match=r"--pool: broken\.json has a trace or memory key 'full'"):
+        bench.pool_records([("old.json", old), ("broken.json", broken)], ("full",))
+
+
+def test_merged_records_keep_the_arm_settings_of_their_arm_rows() -> None:
+    """A merge that reruns no ARM kind takes ``arm_learned``/``usage_start`` from the stored run, whose rows stay."""
+    baselines = [_run(seed, 1.0, 0.5, 1.0) for seed in (0, 1)]
+    pooled = bench.pool_records([("a.json", baselines[0]), ("b.json", baselines[1])], ("full",))
+    stored = _run(0, 0.9, 0.8, 2.0)
+    stored["figures"]["config"] |= {"arm_learned": {"usage_penalty": 32.0}, "usage_start": 0.5}
+    merged = bench.merge_pooled(pooled, "s.json", stored)
+    assert [(row["kind"], row["source"]) for row in merged["mqar"]] == [("full", "rerun"), ("arm_fixed", "stored")]
+    assert bench.usage_setting(merged["config"]) == (32.0, 0.5)
+    learned = bench.pool_records([("a.json", _run(0, 1.0, 0.5, 1.0)), ("b.json", _run(1, 1.0, 0.5, 1.0))])
+    learned["config"] |= {"arm_learned": {"usage_penalty": 8.0}, "usage_start": 0.2}
+    assert bench.usage_setting(bench.merge_pooled(learned, "s.json", stored)["config"]) == (8.0, 0.2)
+
+
+def test_pool_kinds_from_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """``--pool A B --kinds full --json OUT`` writes the pooled baseline; an unknown kind is a clear error."""
+    paths = []
+    for seed, recall in ((0, 1.0), (1, 0.5)):
+        paths.append(tmp_path / f"seed{seed}.json")
+        paths[-1].write_text(json.dumps(_run(seed, recall, 0.5, 1.0)))
+    out = tmp_path / "pooled.json"
+    monkeypatch.setattr(
+        "sys.argv", ["arm_kv_budget.py", "--pool", *map(str, paths), "--kinds", "full", "--json", str(out)]
+    )
+    bench.main()
+    figures = json.loads(out.read_text())["figures"]
+    assert [(row["kind"], row["recall"]) for row in figures["mqar"]] == [("full", 0.75)]
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", *map(str, paths), "--kinds", "fulll"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--kinds must be a comma-separated subset of" in capsys.readouterr().err
 
 
 def test_pooled_runs_of_one_kind_merge_with_a_stored_run() -> None:
@@ -314,5 +377,6 @@ def test_merge_refuses_stored_arm_rows_routed_otherwise() -> None:
     stored = {"figures": {"config": {}, "mqar": [{"kind": "full"}, {"kind": "arm_fixed"}, {"kind": "arm_learned"}]}}
     bench.check_merge_routing(stored, ("arm_fixed", "arm_learned"), (8.0, 0.5))  # every ARM row rerun
     bench.check_merge_routing(stored, ("arm_learned",), (None, None))  # same routing as the stored run
+    bench.check_merge_routing(stored, ("full",), (8.0, 0.5))  # no ARM kind rerun: routing changes nothing there
     with pytest.raises(ValueError, match=r"stored run's \['arm_fixed'\] were routed with"):
         bench.check_merge_routing(stored, ("arm_learned",), (8.0, 0.5))

@@ -250,5 +250,8 @@ def test_arm_recipes_route_as_the_benchmark_and_their_documented_swaps_build(
     assert len(layers) == arm_layers
     for layer in layers:
         assert (layer.noise_scale, layer.slot_balance_weight, layer.usage_penalty) == (0.0, 1.0, 32.0)
+    learned = [layer for layer in layers if layer.read_policy == "learned"]
+    assert len(learned) == (arm_layers if recipe == "arm_mqar_learned" else 0)
+    assert all(layer.budget_cost == 1.5 for layer in learned)  # the benchmark's read cost (ARM_BUDGET_COST)
     schedulers = [cb for cb in built.trainer.callbacks if isinstance(cb, UsagePenaltyScheduler)]
     assert [cb.start for cb in schedulers] == ([0.5] if arm_layers else [])
