@@ -87,9 +87,13 @@ phase does; the learned row's trace repeats the fixed read's up to the branch an
 steps. With ``--kinds arm_learned`` alone the fixed read is trained up to the branch only and not evaluated. The
 byte-perplexity run does not branch (``config.arm_learned`` describes the MQAR runs).
 
+``--lr-schedule cosine`` (every kind; a diagnostic of ours, 2026-12-06) decays the learning rate after its warm-up
+by a cosine to 0 at the last step instead of keeping it constant; a run records it in ``config.lr_schedule``
+(absent: constant, as in every run before), and runs pool and merge only with runs of the same schedule.
+
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
 [--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]
-[--[no-]branch-from-fixed]`` or
+[--[no-]branch-from-fixed] [--lr-schedule constant|cosine]`` or
 ``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--kinds K,...] [--merge STORED.json] --json OUT``.
 """
 
@@ -154,6 +158,10 @@ ARM_USAGE_PENALTY, ARM_USAGE_START = 32.0, 0.5  # the defaults; ``main`` sets th
 ARM_ONLY_SETTINGS = ("arm_learned", "usage_start")
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0, "usage_penalty": ARM_USAGE_PENALTY}
 USAGE_START = ARM_USAGE_START
+# The learning rate after its warm-up: constant (every run so far) or a cosine decay to 0 at the last step
+# (``--lr-schedule cosine``, a diagnostic of ours for the late drops of some seeds; docs/arm.md). ``main`` sets it.
+LR_SCHEDULES = ("constant", "cosine")
+LR_SCHEDULE = "constant"
 
 
 def usage_setting(config: dict[str, Any]) -> tuple[float | None, float | None]:
@@ -186,6 +194,23 @@ def check_merge_routing(
         raise ValueError(
             f"--merge: the stored run's {kept} were routed with usage_penalty, usage_start = {theirs}, this run "
             f"with {setting}; rerun those kinds too"
+        )
+
+
+def check_merge_schedule(stored: dict[str, Any], schedule: str) -> None:
+    """``ValueError`` when a stored run's rows were trained under another learning-rate schedule than this run's.
+
+    Example:
+        >>> check_merge_schedule({"figures": {"config": {}}}, "constant")  # absent: constant
+        >>> check_merge_schedule({"figures": {"config": {}}}, "cosine")
+        Traceback (most recent call last):
+        ValueError: --merge: the stored run trained with lr_schedule 'constant', this run with 'cosine'; ...
+    """
+    theirs = stored["figures"]["config"].get("lr_schedule", "constant")
+    if theirs != schedule:
+        raise ValueError(
+            f"--merge: the stored run trained with lr_schedule {theirs!r}, this run with {schedule!r}; "
+            "every kind of a comparison trains alike"
         )
 
 
@@ -315,6 +340,24 @@ class Branch:
     losses: list[float]
 
 
+def lr_factor(step: int, total_steps: int, schedule: str) -> float:
+    """The learning rate's factor at ``step`` (0-based) of ``total_steps``: linear warm-up over ``WARMUP`` steps,
+    then 1 (``"constant"``) or times a cosine from 1 at step 0 to 0 at ``total_steps`` (``"cosine"``).
+
+    Example:
+        >>> [lr_factor(s, 100, "constant") for s in (0, 49, 99)]
+        [0.02, 1.0, 1.0]
+        >>> [round(lr_factor(s, 100, "cosine"), 3) for s in (0, 50, 99)]
+        [0.02, 0.5, 0.0]
+    """
+    if schedule not in LR_SCHEDULES:
+        raise ValueError(f"schedule must be one of {LR_SCHEDULES}, got {schedule!r}")
+    warm = min(1.0, (step + 1) / WARMUP)
+    if schedule == "constant":
+        return warm
+    return warm * 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / total_steps))
+
+
 def _train(
     model: ARMDecoder,
     batches: list[dict[str, torch.Tensor]],
@@ -339,7 +382,8 @@ def _train(
     if resume is not None:
         first, before, trace, losses = resume.step, resume.seconds, list(resume.trace), list(resume.losses)
         _load_branch(model, opt, resume)
-    warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + first + 1) / WARMUP))
+    schedule = LR_SCHEDULE
+    warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s + first, len(batches), schedule))
     sched = GumbelTemperatureScheduler(tau_start=1.0, tau_min=0.2, schedule="linear", total_steps=len(batches))
     model.train()
     probing = 0.0
@@ -754,6 +798,7 @@ def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> d
     """
     kinds = tuple(name for name in EVALUATED if any(row["kind"] == name for row in pooled["mqar"]))
     check_merge_routing(stored, kinds, usage_setting(pooled["config"]))
+    check_merge_schedule(stored, pooled["config"].get("lr_schedule", "constant"))
     table, cost = merge_stored(pooled["mqar"], pooled["decode_cost"], stored, kinds)
     return {
         **pooled,
@@ -778,6 +823,8 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
         training.append("--read-cost/--cost-start/--freeze-policy/--initial-full-read/--branch-from-fixed")
     if args.usage_penalty != ARM_USAGE_PENALTY or args.usage_start is not None:
         training.append("--usage-penalty/--usage-start")
+    if args.lr_schedule != "constant":
+        training.append("--lr-schedule")
     if training or args.trace_every:
         parser.error(f"--pool trains nothing: drop the training options {training or ['--trace-every']}")
     try:
@@ -796,7 +843,7 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
 
 
 def main() -> None:
-    global USAGE_START
+    global USAGE_START, LR_SCHEDULE
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--budget-1-8-only", action="store_true", help="only the target's KV budget, 1/8 (64 test sequences)"
@@ -883,6 +930,12 @@ def main() -> None:
         f"(default {ARM_USAGE_START})",
     )
     parser.add_argument(
+        "--lr-schedule",
+        choices=LR_SCHEDULES,
+        default="constant",
+        help="every kind: the learning rate after its warm-up, constant (default) or a cosine decay to 0",
+    )
+    parser.add_argument(
         "--pool",
         type=Path,
         nargs="+",
@@ -899,6 +952,7 @@ def main() -> None:
         parser.error("--usage-start needs a --usage-penalty above 0")
     # set on every call from the flags alone (nothing carries over from an earlier call in the same process)
     USAGE_START = ARM_USAGE_START if args.usage_start is None else args.usage_start
+    LR_SCHEDULE = args.lr_schedule
     if args.usage_penalty > 0:  # recorded in config.arm_learned and config.usage_start
         ARM_ROUTING["usage_penalty"] = args.usage_penalty
     else:  # absent from the config, as in the runs made before the option
@@ -936,6 +990,7 @@ def main() -> None:
         setting = (ARM_ROUTING["usage_penalty"], USAGE_START) if "usage_penalty" in ARM_ROUTING else (None, None)
         try:
             check_merge_routing(stored, kinds, setting)
+            check_merge_schedule(stored, LR_SCHEDULE)
         except ValueError as err:
             parser.error(str(err))
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
@@ -1003,6 +1058,7 @@ def main() -> None:
             "budgets": list(budgets),
             "arm_learned": {**_attention("arm_learned", SEQ // 8, learned)[1], **learned.as_config()},
             **({"usage_start": USAGE_START} if "usage_penalty" in ARM_ROUTING else {}),
+            **({"lr_schedule": LR_SCHEDULE} if LR_SCHEDULE != "constant" else {}),  # absent: constant, as before
         },
         "mqar": table,
         "traces": traces,

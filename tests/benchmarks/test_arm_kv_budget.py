@@ -189,6 +189,40 @@ def test_pool_kinds_from_the_command_line(
     assert "--kinds must be a comma-separated subset of" in capsys.readouterr().err
 
 
+def test_lr_schedule_matches_torch_cosine_annealing_after_the_warmup() -> None:
+    """``constant`` is the warm-up every earlier run used; ``cosine`` is it times torch's ``CosineAnnealingLR``."""
+    total = 300
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total, eta_min=0.0)
+    for step in range(total):
+        warm = min(1.0, (step + 1) / bench.WARMUP)
+        assert bench.lr_factor(step, total, "constant") == warm
+        assert bench.lr_factor(step, total, "cosine") == pytest.approx(warm * cosine.get_last_lr()[0], abs=1e-12)
+        opt.step()
+        cosine.step()
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        bench.lr_factor(0, total, "linear")
+
+
+def test_lr_schedule_is_refused_where_nothing_trains_or_rows_trained_otherwise(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")  # main sets it: restored after the test
+    missing = str(tmp_path / "missing.json")
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--lr-schedule", "cosine"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--lr-schedule" in capsys.readouterr().err
+    stored = tmp_path / "stored.json"
+    stored.write_text(json.dumps(_run(0, 1.0, 0.5, 1.0)))
+    monkeypatch.setattr(
+        "sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--merge", str(stored), "--lr-schedule", "cosine"]
+    )
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "trained with lr_schedule 'constant', this run with 'cosine'" in capsys.readouterr().err
+
+
 def test_pooled_runs_of_one_kind_merge_with_a_stored_run() -> None:
     """``--pool A B --merge STORED``: the pooled kind replaces the stored one, other kinds and targets come along."""
     learned = [_run(seed, 1.0, 0.5, 1.0) for seed in (0, 1)]
