@@ -164,6 +164,16 @@ LR_SCHEDULES = ("constant", "cosine")
 LR_SCHEDULE = "constant"
 
 
+def has_arm_kind(kinds: tuple[str, ...]) -> bool:
+    """Whether any of ``kinds`` is an ARM kind (the only kinds that ``ARM_ONLY_SETTINGS`` and the routing change).
+
+    Example:
+        >>> has_arm_kind(("full", "h2o")), has_arm_kind(("full", "arm_learned"))
+        (False, True)
+    """
+    return any(name.startswith("arm") for name in kinds)
+
+
 def usage_setting(config: dict[str, Any]) -> tuple[float | None, float | None]:
     """A run's ``(usage_penalty, usage_start)`` from its JSON ``config`` (``(None, None)``: routed by keys alone).
 
@@ -189,8 +199,7 @@ def check_merge_routing(
     """
     kept = sorted({row["kind"] for row in stored["figures"]["mqar"] if row["kind"].startswith("arm")} - set(rerun))
     theirs = usage_setting(stored["figures"]["config"])
-    rerun_arm = any(name.startswith("arm") for name in rerun)  # routing changes nothing in the other kinds
-    if kept and rerun_arm and theirs != setting:
+    if kept and has_arm_kind(rerun) and theirs != setting:  # routing changes nothing in the other kinds
         raise ValueError(
             f"--merge: the stored run's {kept} were routed with usage_penalty, usage_start = {theirs}, this run "
             f"with {setting}; rerun those kinds too"
@@ -703,7 +712,7 @@ def pool_records(records: list[tuple[str, dict[str, Any]]], kinds: tuple[str, ..
     """
     if len(records) < 2:
         raise ValueError(f"--pool needs at least two JSON files, got {len(records)}")
-    arm_free = kinds is not None and not any(name.startswith("arm") for name in kinds)
+    arm_free = kinds is not None and not has_arm_kind(kinds)
     dropped = ARM_ONLY_SETTINGS if arm_free else ()
     # "budgets" (absent from runs made before --budgets) is not compared: the rows' budgets are, below
     check_poolable(records, "arm_kv_budget", "config", "seeds", ignore=("budgets", *dropped))
@@ -783,7 +792,7 @@ def merged_config(config: dict[str, Any], stored: dict[str, Any], rerun: tuple[s
         >>> merged_config({"steps": 8, "usage_start": 0.2}, stored, ("arm_fixed",))
         {'steps': 8, 'usage_start': 0.2}
     """
-    if any(name.startswith("arm") for name in rerun):
+    if has_arm_kind(rerun):
         return config
     theirs = stored["figures"]["config"]
     own = {key: value for key, value in config.items() if key not in ARM_ONLY_SETTINGS}
