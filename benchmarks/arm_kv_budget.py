@@ -88,12 +88,13 @@ steps. With ``--kinds arm_learned`` alone the fixed read is trained up to the br
 byte-perplexity run does not branch (``config.arm_learned`` describes the MQAR runs).
 
 ``--lr-schedule cosine`` (every kind; a diagnostic of ours, 2026-12-06) decays the learning rate after its warm-up
-by a cosine to 0 at the last step instead of keeping it constant; a run records it in ``config.lr_schedule``
+by a cosine to 0 at the last step instead of keeping it constant; ``--lr-schedule wsd`` keeps it constant and decays
+it linearly to 0 over the last fifth of the steps (warmup-stable-decay); a run records it in ``config.lr_schedule``
 (absent: constant, as in every run before), and runs pool and merge only with runs of the same schedule.
 
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
 [--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]
-[--[no-]branch-from-fixed] [--lr-schedule constant|cosine]`` or
+[--[no-]branch-from-fixed] [--lr-schedule constant|cosine|wsd]`` or
 ``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--kinds K,...] [--merge STORED.json] --json OUT``.
 """
 
@@ -158,10 +159,13 @@ ARM_USAGE_PENALTY, ARM_USAGE_START = 32.0, 0.5  # the defaults; ``main`` sets th
 ARM_ONLY_SETTINGS = ("arm_learned", "usage_start")
 ARM_ROUTING: dict[str, float] = {"noise_scale": 0.0, "slot_balance_weight": 1.0, "usage_penalty": ARM_USAGE_PENALTY}
 USAGE_START = ARM_USAGE_START
-# The learning rate after its warm-up: constant (every run so far) or a cosine decay to 0 at the last step
-# (``--lr-schedule cosine``, a diagnostic of ours for the late drops of some seeds; docs/arm.md). ``main`` sets it.
-LR_SCHEDULES = ("constant", "cosine")
+# The learning rate after its warm-up: constant (every run so far), a cosine decay to 0 at the last step
+# (``--lr-schedule cosine``) or warmup-stable-decay (``wsd``: constant, then a linear decay to 0 over the last
+# ``WSD_DECAY_FRACTION`` of the steps), diagnostics of ours for the late drops of some seeds (docs/arm.md). The
+# fraction 0.2 is the common choice for such schedules, fixed before any run (not tuned). ``main`` sets the schedule.
+LR_SCHEDULES = ("constant", "cosine", "wsd")
 LR_SCHEDULE = "constant"
+WSD_DECAY_FRACTION = 0.2
 
 
 def has_arm_kind(kinds: tuple[str, ...]) -> bool:
@@ -351,19 +355,25 @@ class Branch:
 
 def lr_factor(step: int, total_steps: int, schedule: str) -> float:
     """The learning rate's factor at ``step`` (0-based) of ``total_steps``: linear warm-up over ``WARMUP`` steps,
-    then 1 (``"constant"``) or times a cosine from 1 at step 0 to 0 at ``total_steps`` (``"cosine"``).
+    then 1 (``"constant"``), times a cosine from 1 at step 0 to 0 at ``total_steps`` (``"cosine"``), or 1 until
+    the last ``WSD_DECAY_FRACTION`` of the steps and from there linearly down to 0 at ``total_steps`` (``"wsd"``).
 
     Example:
         >>> [lr_factor(s, 100, "constant") for s in (0, 49, 99)]
         [0.02, 1.0, 1.0]
         >>> [round(lr_factor(s, 100, "cosine"), 3) for s in (0, 50, 99)]
         [0.02, 0.5, 0.0]
+        >>> [round(lr_factor(s, 100, "wsd"), 3) for s in (0, 80, 90, 99)]
+        [0.02, 1.0, 0.5, 0.05]
     """
     if schedule not in LR_SCHEDULES:
         raise ValueError(f"schedule must be one of {LR_SCHEDULES}, got {schedule!r}")
     warm = min(1.0, (step + 1) / WARMUP)
     if schedule == "constant":
         return warm
+    if schedule == "wsd":
+        decay_steps = max(1, round(WSD_DECAY_FRACTION * total_steps))
+        return warm * min(1.0, max(0.0, total_steps - step) / decay_steps)
     return warm * 0.5 * (1.0 + math.cos(math.pi * min(step, total_steps) / total_steps))
 
 
@@ -942,7 +952,8 @@ def main() -> None:
         "--lr-schedule",
         choices=LR_SCHEDULES,
         default="constant",
-        help="every kind: the learning rate after its warm-up, constant (default) or a cosine decay to 0",
+        help="every kind: the learning rate after its warm-up, constant (default), a cosine decay to 0, or "
+        f"constant then a linear decay to 0 over the last {WSD_DECAY_FRACTION} of the steps (wsd)",
     )
     parser.add_argument(
         "--pool",

@@ -204,6 +204,25 @@ def test_lr_schedule_matches_torch_cosine_annealing_after_the_warmup() -> None:
         bench.lr_factor(0, total, "linear")
 
 
+def test_wsd_schedule_matches_torch_constant_then_linear_decay_after_the_warmup() -> None:
+    """``wsd`` is the warm-up times torch's ``LinearLR`` from 1 to 0 started at the last fifth of the steps."""
+    total, decay = 300, round(bench.WSD_DECAY_FRACTION * 300)
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    stable = torch.optim.lr_scheduler.ConstantLR(opt, factor=1.0, total_iters=total - decay)
+    linear = torch.optim.lr_scheduler.LinearLR(opt, start_factor=1.0, end_factor=0.0, total_iters=decay)
+    reference = torch.optim.lr_scheduler.SequentialLR(opt, [stable, linear], milestones=[total - decay])
+    factors = []
+    for step in range(total):
+        warm = min(1.0, (step + 1) / bench.WARMUP)
+        factors.append(bench.lr_factor(step, total, "wsd"))
+        assert factors[-1] == pytest.approx(warm * reference.get_last_lr()[0], abs=1e-12)
+        opt.step()
+        reference.step()
+    assert factors[total - decay - 1] == factors[total - decay] == 1.0  # full rate up to the decay's first step
+    assert 0.0 < factors[-1] < factors[-2]
+    assert bench.lr_factor(total, total, "wsd") == 0.0
+
+
 def test_lr_schedule_is_refused_where_nothing_trains_or_rows_trained_otherwise(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
 ) -> None:
