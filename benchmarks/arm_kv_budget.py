@@ -90,11 +90,13 @@ byte-perplexity run does not branch (``config.arm_learned`` describes the MQAR r
 ``--lr-schedule cosine`` (every kind; a diagnostic of ours, 2026-12-06) decays the learning rate after its warm-up
 by a cosine to 0 at the last step instead of keeping it constant; ``--lr-schedule wsd`` keeps it constant and decays
 it linearly to 0 over the last fifth of the steps (warmup-stable-decay); a run records it in ``config.lr_schedule``
-(absent: constant, as in every run before), and runs pool and merge only with runs of the same schedule.
+(absent: constant, as in every run before). ``--grad-clip C`` (every kind; a diagnostic of ours, 2026-12-06) clips
+the gradients' total norm to ``C`` before each step (``config.grad_clip``; absent: none, as before). Runs pool and
+merge only with runs of the same schedule and clipping.
 
 Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
 [--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]
-[--[no-]branch-from-fixed] [--lr-schedule constant|cosine|wsd]`` or
+[--[no-]branch-from-fixed] [--lr-schedule constant|cosine|wsd] [--grad-clip C]`` or
 ``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--kinds K,...] [--merge STORED.json] --json OUT``.
 """
 
@@ -166,6 +168,9 @@ USAGE_START = ARM_USAGE_START
 LR_SCHEDULES = ("constant", "cosine", "wsd")
 LR_SCHEDULE = "constant"
 WSD_DECAY_FRACTION = 0.2
+# Gradient-norm clipping before each AdamW step (``--grad-clip C``, a diagnostic of ours; none in every run before
+# 2026-12-06 and by default). ``main`` sets it; a run with clipping records it in ``config.grad_clip``.
+GRAD_CLIP: float | None = None
 
 
 def has_arm_kind(kinds: tuple[str, ...]) -> bool:
@@ -210,21 +215,27 @@ def check_merge_routing(
         )
 
 
-def check_merge_schedule(stored: dict[str, Any], schedule: str) -> None:
-    """``ValueError`` when a stored run's rows were trained under another learning-rate schedule than this run's.
+def check_merge_training(stored: dict[str, Any], schedule: str, grad_clip: float | None) -> None:
+    """``ValueError`` when a stored run's rows were trained under another learning-rate schedule or gradient
+    clipping than this run's (absent from a run's config: ``"constant"`` and no clipping, as before the options).
 
     Example:
-        >>> check_merge_schedule({"figures": {"config": {}}}, "constant")  # absent: constant
-        >>> check_merge_schedule({"figures": {"config": {}}}, "cosine")
+        >>> check_merge_training({"figures": {"config": {}}}, "constant", None)
+        >>> check_merge_training({"figures": {"config": {}}}, "cosine", None)
         Traceback (most recent call last):
         ValueError: --merge: the stored run trained with lr_schedule 'constant', this run with 'cosine'; ...
+        >>> check_merge_training({"figures": {"config": {"grad_clip": 1.0}}}, "constant", None)
+        Traceback (most recent call last):
+        ValueError: --merge: the stored run trained with grad_clip 1.0, this run with None; ...
     """
-    theirs = stored["figures"]["config"].get("lr_schedule", "constant")
-    if theirs != schedule:
-        raise ValueError(
-            f"--merge: the stored run trained with lr_schedule {theirs!r}, this run with {schedule!r}; "
-            "every kind of a comparison trains alike"
-        )
+    config = stored["figures"]["config"]
+    for key, ours, default in (("lr_schedule", schedule, "constant"), ("grad_clip", grad_clip, None)):
+        theirs = config.get(key, default)
+        if theirs != ours:
+            raise ValueError(
+                f"--merge: the stored run trained with {key} {theirs!r}, this run with {ours!r}; "
+                "every kind of a comparison trains alike"
+            )
 
 
 @dataclass(frozen=True)
@@ -440,6 +451,8 @@ def _train(
         loss = F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=-100)
         opt.zero_grad()
         (loss + model.aux_weight * model.aux_loss()).backward()
+        if GRAD_CLIP is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
         opt.step()
         warmup.step()
         losses.append(loss.item())
@@ -817,7 +830,7 @@ def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> d
     """
     kinds = tuple(name for name in EVALUATED if any(row["kind"] == name for row in pooled["mqar"]))
     check_merge_routing(stored, kinds, usage_setting(pooled["config"]))
-    check_merge_schedule(stored, pooled["config"].get("lr_schedule", "constant"))
+    check_merge_training(stored, pooled["config"].get("lr_schedule", "constant"), pooled["config"].get("grad_clip"))
     table, cost = merge_stored(pooled["mqar"], pooled["decode_cost"], stored, kinds)
     return {
         **pooled,
@@ -844,6 +857,8 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
         training.append("--usage-penalty/--usage-start")
     if args.lr_schedule != "constant":
         training.append("--lr-schedule")
+    if args.grad_clip is not None:
+        training.append("--grad-clip")
     if training or args.trace_every:
         parser.error(f"--pool trains nothing: drop the training options {training or ['--trace-every']}")
     try:
@@ -862,7 +877,7 @@ def _pool_main(parser: argparse.ArgumentParser, args: argparse.Namespace, learne
 
 
 def main() -> None:
-    global USAGE_START, LR_SCHEDULE
+    global USAGE_START, LR_SCHEDULE, GRAD_CLIP
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--budget-1-8-only", action="store_true", help="only the target's KV budget, 1/8 (64 test sequences)"
@@ -956,6 +971,13 @@ def main() -> None:
         f"constant then a linear decay to 0 over the last {WSD_DECAY_FRACTION} of the steps (wsd)",
     )
     parser.add_argument(
+        "--grad-clip",
+        type=float,
+        default=None,
+        metavar="C",
+        help="every kind: clip the gradients' total norm to C before each step (default: no clipping)",
+    )
+    parser.add_argument(
         "--pool",
         type=Path,
         nargs="+",
@@ -973,6 +995,9 @@ def main() -> None:
     # set on every call from the flags alone (nothing carries over from an earlier call in the same process)
     USAGE_START = ARM_USAGE_START if args.usage_start is None else args.usage_start
     LR_SCHEDULE = args.lr_schedule
+    if args.grad_clip is not None and not (math.isfinite(args.grad_clip) and args.grad_clip > 0):
+        parser.error(f"--grad-clip must be a finite number > 0 (the largest gradient norm), got {args.grad_clip}")
+    GRAD_CLIP = args.grad_clip
     if args.usage_penalty > 0:  # recorded in config.arm_learned and config.usage_start
         ARM_ROUTING["usage_penalty"] = args.usage_penalty
     else:  # absent from the config, as in the runs made before the option
@@ -1010,7 +1035,7 @@ def main() -> None:
         setting = (ARM_ROUTING["usage_penalty"], USAGE_START) if "usage_penalty" in ARM_ROUTING else (None, None)
         try:
             check_merge_routing(stored, kinds, setting)
-            check_merge_schedule(stored, LR_SCHEDULE)
+            check_merge_training(stored, LR_SCHEDULE, GRAD_CLIP)
         except ValueError as err:
             parser.error(str(err))
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
@@ -1079,6 +1104,7 @@ def main() -> None:
             "arm_learned": {**_attention("arm_learned", SEQ // 8, learned)[1], **learned.as_config()},
             **({"usage_start": USAGE_START} if "usage_penalty" in ARM_ROUTING else {}),
             **({"lr_schedule": LR_SCHEDULE} if LR_SCHEDULE != "constant" else {}),  # absent: constant, as before
+            **({"grad_clip": GRAD_CLIP} if GRAD_CLIP is not None else {}),  # absent: no clipping, as before
         },
         "mqar": table,
         "traces": traces,

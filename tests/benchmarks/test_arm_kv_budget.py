@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from lightning_icml26.data import make_recall_batch
 from tests.benchmarks._tiny_arm import tiny_arm_decoder
@@ -227,6 +228,7 @@ def test_lr_schedule_is_refused_where_nothing_trains_or_rows_trained_otherwise(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")  # main sets it: restored after the test
+    monkeypatch.setattr(bench, "GRAD_CLIP", None)
     missing = str(tmp_path / "missing.json")
     monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--lr-schedule", "cosine"])
     with pytest.raises(SystemExit):
@@ -240,6 +242,58 @@ def test_lr_schedule_is_refused_where_nothing_trains_or_rows_trained_otherwise(
     with pytest.raises(SystemExit):
         bench.main()
     assert "trained with lr_schedule 'constant', this run with 'cosine'" in capsys.readouterr().err
+
+
+def _gradients_at_each_step(clip: float | None, monkeypatch: pytest.MonkeyPatch) -> list[list[torch.Tensor]]:
+    """The gradients AdamW sees at each step of a 3-step tiny run with ``GRAD_CLIP = clip``."""
+    monkeypatch.setattr(bench, "GRAD_CLIP", clip)
+    seen: list[list[torch.Tensor]] = []
+
+    def record(opt: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        seen.append([p.grad.clone() for g in opt.param_groups for p in g["params"] if p.grad is not None])
+
+    handle = register_optimizer_step_pre_hook(record)
+    try:
+        torch.manual_seed(0)
+        bench._train(_tiny_arm(), _tiny_batches(3))
+    finally:
+        handle.remove()
+    return seen
+
+
+def test_grad_clip_scales_the_gradients_to_the_largest_norm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step 1 (same weights): the clipped gradients are the unclipped ones times ``C / norm``; every step <= ``C``."""
+    plain = _gradients_at_each_step(None, monkeypatch)
+    norms = [torch.linalg.vector_norm(torch.stack([g.norm() for g in step])).item() for step in plain]
+    clip = 0.5 * min(norms)  # below every unclipped norm: clipping acts at every step
+    clipped = _gradients_at_each_step(clip, monkeypatch)
+    assert len(clipped) == len(plain) == 3
+    for got, want in zip(clipped[0], plain[0], strict=True):
+        torch.testing.assert_close(got, want * (clip / norms[0]), rtol=1e-5, atol=1e-9)
+    for step in clipped:
+        assert torch.linalg.vector_norm(torch.stack([g.norm() for g in step])).item() <= clip * (1 + 1e-5)
+
+
+def test_grad_clip_is_validated_refused_in_pools_and_merged_only_alike(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(bench, "GRAD_CLIP", None)  # main sets it: restored after the test
+    monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--grad-clip", "0"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--grad-clip must be a finite number > 0" in capsys.readouterr().err
+    missing = str(tmp_path / "missing.json")
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--grad-clip", "1"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--grad-clip" in capsys.readouterr().err
+    stored = tmp_path / "stored.json"
+    stored.write_text(json.dumps(_run(0, 1.0, 0.5, 1.0)))
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--merge", str(stored), "--grad-clip", "1"])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "trained with grad_clip None, this run with 1.0" in capsys.readouterr().err
 
 
 def test_pooled_runs_of_one_kind_merge_with_a_stored_run() -> None:
