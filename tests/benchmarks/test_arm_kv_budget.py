@@ -224,16 +224,22 @@ def test_wsd_schedule_matches_torch_constant_then_linear_decay_after_the_warmup(
     assert bench.lr_factor(total, total, "wsd") == 0.0
 
 
+def _no_training(*args: object, **kwargs: object) -> None:
+    """Stands in for the MQAR run in tests of refusals: a refusal that fails to stop ``main`` fails fast."""
+    pytest.fail("main went on to train instead of refusing")
+
+
 def test_lr_schedule_is_refused_where_nothing_trains_or_rows_trained_otherwise(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")  # main sets it: restored after the test
     monkeypatch.setattr(bench, "GRAD_CLIP", None)
+    monkeypatch.setattr(bench, "_mqar_run", _no_training)
     missing = str(tmp_path / "missing.json")
     monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--lr-schedule", "cosine"])
     with pytest.raises(SystemExit):
         bench.main()
-    assert "--lr-schedule" in capsys.readouterr().err
+    assert "drop the training options ['--lr-schedule']" in capsys.readouterr().err
     stored = tmp_path / "stored.json"
     stored.write_text(json.dumps(_run(0, 1.0, 0.5, 1.0)))
     monkeypatch.setattr(
@@ -279,6 +285,7 @@ def test_grad_clip_is_validated_refused_in_pools_and_merged_only_alike(
 ) -> None:
     monkeypatch.setattr(bench, "GRAD_CLIP", None)  # main sets it: restored after the test
     monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")
+    monkeypatch.setattr(bench, "_mqar_run", _no_training)
     monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--grad-clip", "0"])
     with pytest.raises(SystemExit):
         bench.main()
@@ -287,7 +294,7 @@ def test_grad_clip_is_validated_refused_in_pools_and_merged_only_alike(
     monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--grad-clip", "1"])
     with pytest.raises(SystemExit):
         bench.main()
-    assert "--grad-clip" in capsys.readouterr().err
+    assert "drop the training options ['--grad-clip']" in capsys.readouterr().err
     stored = tmp_path / "stored.json"
     stored.write_text(json.dumps(_run(0, 1.0, 0.5, 1.0)))
     monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--merge", str(stored), "--grad-clip", "1"])
