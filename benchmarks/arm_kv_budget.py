@@ -171,6 +171,19 @@ WSD_DECAY_FRACTION = 0.2
 # Gradient-norm clipping before each AdamW step (``--grad-clip C``, a diagnostic of ours; none in every run before
 # 2026-12-06 and by default). ``main`` sets it; a run with clipping records it in ``config.grad_clip``.
 GRAD_CLIP: float | None = None
+# What every kind of a run trains under, with the value its config omits (the value of the runs made before the
+# option): a config records only the settings that differ from these.
+TRAINING_DEFAULTS: dict[str, Any] = {"lr_schedule": "constant", "grad_clip": None}
+
+
+def training_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """A run config's :data:`TRAINING_DEFAULTS` settings, the omitted ones at their defaults.
+
+    Example:
+        >>> training_settings({"lr_schedule": "wsd"})
+        {'lr_schedule': 'wsd', 'grad_clip': None}
+    """
+    return {key: config.get(key, default) for key, default in TRAINING_DEFAULTS.items()}
 
 
 def has_arm_kind(kinds: tuple[str, ...]) -> bool:
@@ -215,25 +228,23 @@ def check_merge_routing(
         )
 
 
-def check_merge_training(stored: dict[str, Any], schedule: str, grad_clip: float | None) -> None:
-    """``ValueError`` when a stored run's rows were trained under another learning-rate schedule or gradient
-    clipping than this run's (absent from a run's config: ``"constant"`` and no clipping, as before the options).
+def check_merge_training(stored: dict[str, Any], ours: dict[str, Any]) -> None:
+    """``ValueError`` when a stored run's rows were trained under other :func:`training_settings` than ``ours``
+    (this run's learning-rate schedule and gradient clipping).
 
     Example:
-        >>> check_merge_training({"figures": {"config": {}}}, "constant", None)
-        >>> check_merge_training({"figures": {"config": {}}}, "cosine", None)
+        >>> check_merge_training({"figures": {"config": {}}}, {"lr_schedule": "constant", "grad_clip": None})
+        >>> check_merge_training({"figures": {"config": {}}}, {"lr_schedule": "cosine", "grad_clip": None})
         Traceback (most recent call last):
         ValueError: --merge: the stored run trained with lr_schedule 'constant', this run with 'cosine'; ...
-        >>> check_merge_training({"figures": {"config": {"grad_clip": 1.0}}}, "constant", None)
+        >>> check_merge_training({"figures": {"config": {"grad_clip": 1.0}}}, training_settings({}))
         Traceback (most recent call last):
         ValueError: --merge: the stored run trained with grad_clip 1.0, this run with None; ...
     """
-    config = stored["figures"]["config"]
-    for key, ours, default in (("lr_schedule", schedule, "constant"), ("grad_clip", grad_clip, None)):
-        theirs = config.get(key, default)
-        if theirs != ours:
+    for key, theirs in training_settings(stored["figures"]["config"]).items():
+        if theirs != ours[key]:
             raise ValueError(
-                f"--merge: the stored run trained with {key} {theirs!r}, this run with {ours!r}; "
+                f"--merge: the stored run trained with {key} {theirs!r}, this run with {ours[key]!r}; "
                 "every kind of a comparison trains alike"
             )
 
@@ -830,7 +841,7 @@ def merge_pooled(pooled: dict[str, Any], path: str, stored: dict[str, Any]) -> d
     """
     kinds = tuple(name for name in EVALUATED if any(row["kind"] == name for row in pooled["mqar"]))
     check_merge_routing(stored, kinds, usage_setting(pooled["config"]))
-    check_merge_training(stored, pooled["config"].get("lr_schedule", "constant"), pooled["config"].get("grad_clip"))
+    check_merge_training(stored, training_settings(pooled["config"]))
     table, cost = merge_stored(pooled["mqar"], pooled["decode_cost"], stored, kinds)
     return {
         **pooled,
@@ -998,6 +1009,7 @@ def main() -> None:
     if args.grad_clip is not None and not (math.isfinite(args.grad_clip) and args.grad_clip > 0):
         parser.error(f"--grad-clip must be a finite number > 0 (the largest gradient norm), got {args.grad_clip}")
     GRAD_CLIP = args.grad_clip
+    training = {"lr_schedule": LR_SCHEDULE, "grad_clip": GRAD_CLIP}  # keys: TRAINING_DEFAULTS
     if args.usage_penalty > 0:  # recorded in config.arm_learned and config.usage_start
         ARM_ROUTING["usage_penalty"] = args.usage_penalty
     else:  # absent from the config, as in the runs made before the option
@@ -1035,7 +1047,7 @@ def main() -> None:
         setting = (ARM_ROUTING["usage_penalty"], USAGE_START) if "usage_penalty" in ARM_ROUTING else (None, None)
         try:
             check_merge_routing(stored, kinds, setting)
-            check_merge_training(stored, LR_SCHEDULE, GRAD_CLIP)
+            check_merge_training(stored, training)
         except ValueError as err:
             parser.error(str(err))
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
@@ -1103,8 +1115,8 @@ def main() -> None:
             "budgets": list(budgets),
             "arm_learned": {**_attention("arm_learned", SEQ // 8, learned)[1], **learned.as_config()},
             **({"usage_start": USAGE_START} if "usage_penalty" in ARM_ROUTING else {}),
-            **({"lr_schedule": LR_SCHEDULE} if LR_SCHEDULE != "constant" else {}),  # absent: constant, as before
-            **({"grad_clip": GRAD_CLIP} if GRAD_CLIP is not None else {}),  # absent: no clipping, as before
+            # absent at their defaults, as in the runs made before the options
+            **{key: value for key, value in training.items() if value != TRAINING_DEFAULTS[key]},
         },
         "mqar": table,
         "traces": traces,

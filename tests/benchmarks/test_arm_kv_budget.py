@@ -229,25 +229,48 @@ def _no_training(*args: object, **kwargs: object) -> None:
     pytest.fail("main went on to train instead of refusing")
 
 
-def test_lr_schedule_is_refused_where_nothing_trains_or_rows_trained_otherwise(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
+@pytest.mark.parametrize(
+    ("flag", "value", "merge_error"),
+    [
+        ("--lr-schedule", "cosine", "trained with lr_schedule 'constant', this run with 'cosine'"),
+        ("--grad-clip", "1", "trained with grad_clip None, this run with 1.0"),
+    ],
+)
+def test_training_flags_are_refused_where_nothing_trains_or_rows_trained_otherwise(
+    flag: str,
+    value: str,
+    merge_error: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")  # main sets it: restored after the test
+    """A pool trains nothing; a merge refuses stored rows trained under another schedule or clipping."""
+    monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")  # main sets both: restored after the test
     monkeypatch.setattr(bench, "GRAD_CLIP", None)
     monkeypatch.setattr(bench, "_mqar_run", _no_training)
     missing = str(tmp_path / "missing.json")
-    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--lr-schedule", "cosine"])
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, flag, value])
     with pytest.raises(SystemExit):
         bench.main()
-    assert "drop the training options ['--lr-schedule']" in capsys.readouterr().err
+    assert f"drop the training options [{flag!r}]" in capsys.readouterr().err
     stored = tmp_path / "stored.json"
     stored.write_text(json.dumps(_run(0, 1.0, 0.5, 1.0)))
-    monkeypatch.setattr(
-        "sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--merge", str(stored), "--lr-schedule", "cosine"]
-    )
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--merge", str(stored), flag, value])
     with pytest.raises(SystemExit):
         bench.main()
-    assert "trained with lr_schedule 'constant', this run with 'cosine'" in capsys.readouterr().err
+    assert merge_error in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("clip", ["0", "-1", "nan", "inf"])
+def test_grad_clip_must_be_a_finite_positive_norm(
+    clip: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setattr(bench, "GRAD_CLIP", None)  # main sets it: restored after the test
+    monkeypatch.setattr(bench, "_mqar_run", _no_training)
+    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--grad-clip", clip])
+    with pytest.raises(SystemExit):
+        bench.main()
+    assert "--grad-clip must be a finite number > 0" in capsys.readouterr().err
 
 
 def _gradients_at_each_step(clip: float | None, monkeypatch: pytest.MonkeyPatch) -> list[list[torch.Tensor]]:
@@ -267,40 +290,21 @@ def _gradients_at_each_step(clip: float | None, monkeypatch: pytest.MonkeyPatch)
     return seen
 
 
+def _total_norm(gradients: list[torch.Tensor]) -> float:
+    return torch.linalg.vector_norm(torch.stack([g.norm() for g in gradients])).item()
+
+
 def test_grad_clip_scales_the_gradients_to_the_largest_norm(monkeypatch: pytest.MonkeyPatch) -> None:
     """Step 1 (same weights): the clipped gradients are the unclipped ones times ``C / norm``; every step <= ``C``."""
     plain = _gradients_at_each_step(None, monkeypatch)
-    norms = [torch.linalg.vector_norm(torch.stack([g.norm() for g in step])).item() for step in plain]
+    norms = [_total_norm(step) for step in plain]
     clip = 0.5 * min(norms)  # below every unclipped norm: clipping acts at every step
     clipped = _gradients_at_each_step(clip, monkeypatch)
     assert len(clipped) == len(plain) == 3
     for got, want in zip(clipped[0], plain[0], strict=True):
         torch.testing.assert_close(got, want * (clip / norms[0]), rtol=1e-5, atol=1e-9)
     for step in clipped:
-        assert torch.linalg.vector_norm(torch.stack([g.norm() for g in step])).item() <= clip * (1 + 1e-5)
-
-
-def test_grad_clip_is_validated_refused_in_pools_and_merged_only_alike(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(bench, "GRAD_CLIP", None)  # main sets it: restored after the test
-    monkeypatch.setattr(bench, "LR_SCHEDULE", "constant")
-    monkeypatch.setattr(bench, "_mqar_run", _no_training)
-    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--grad-clip", "0"])
-    with pytest.raises(SystemExit):
-        bench.main()
-    assert "--grad-clip must be a finite number > 0" in capsys.readouterr().err
-    missing = str(tmp_path / "missing.json")
-    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--pool", missing, missing, "--grad-clip", "1"])
-    with pytest.raises(SystemExit):
-        bench.main()
-    assert "drop the training options ['--grad-clip']" in capsys.readouterr().err
-    stored = tmp_path / "stored.json"
-    stored.write_text(json.dumps(_run(0, 1.0, 0.5, 1.0)))
-    monkeypatch.setattr("sys.argv", ["arm_kv_budget.py", "--kinds", "full", "--merge", str(stored), "--grad-clip", "1"])
-    with pytest.raises(SystemExit):
-        bench.main()
-    assert "trained with grad_clip None, this run with 1.0" in capsys.readouterr().err
+        assert _total_norm(step) <= clip * (1 + 1e-5)
 
 
 def test_pooled_runs_of_one_kind_merge_with_a_stored_run() -> None:
