@@ -61,9 +61,10 @@ rerun kinds and the stored file. Use it only with the stored run's size and seed
 rows routed with another ``usage_penalty`` / ``usage_start`` than this run's (``check_merge_routing``).
 
 ``--steps N`` changes every kind's training steps; ``--trace-every K`` logs, every K steps, each trained kind's mean
-training loss and its recall on 32 validation sequences at 512 tokens (their own seed, never the test set), into
-``figures.traces``: whether and when a kind left MQAR's loss plateau. Probes run under a forked RNG and are not
-timed, so a traced run trains exactly like an untraced one.
+training loss, the mean and largest total gradient norm (before any ``--grad-clip``; runs before 2026-12-06 10:30
+UTC have no norms) and its recall on 32 validation sequences at 512 tokens (their own seed, never the test set),
+into ``figures.traces``: whether and when a kind left MQAR's loss plateau. Probes run under a forked RNG and are
+not timed, so a traced run trains exactly like an untraced one.
 
 ``--budgets 1/16,1/4`` runs only those budgets (the targets, all at 1/8, are then ``nan``); ``--text`` adds the byte
 perplexity to a run that would skip it (it trains every kind).
@@ -373,6 +374,7 @@ class Branch:
     seconds: float
     trace: list[dict[str, float]]
     losses: list[float]
+    grad_norms: list[float]
 
 
 def lr_factor(step: int, total_steps: int, schedule: str) -> float:
@@ -411,7 +413,9 @@ def _train(
     """Train in place on ``batches`` (steps ``0 .. stop``); the learned read policy's cost follows ``learned``.
 
     Returns the training seconds (probes excluded), with ``probe`` the trace (after every ``probe.every`` steps,
-    the mean training loss since the last probe and the validation recall with the decode cache), and with
+    the mean training loss since the last probe, the mean and largest total gradient norm since the last probe
+    (before any clipping; one norm over every parameter's gradient, as ``clip_grad_norm_`` computes it) and the
+    validation recall with the decode cache), and with
     ``branch_at`` the ``Branch`` taken before step ``branch_at`` runs. ``resume`` continues from a branch: its
     weights (a model may add parameters, e.g. the learned read's policy, which keep their initialisation), AdamW
     state and RNGs, at its step, with its seconds and trace; resuming a model of the branch's kind ends with the
@@ -419,9 +423,10 @@ def _train(
     an untraced one.
     """
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
-    first, before, trace, losses = 0, 0.0, [], []
+    first, before, trace, losses, grad_norms = 0, 0.0, [], [], []
     if resume is not None:
-        first, before, trace, losses = resume.step, resume.seconds, list(resume.trace), list(resume.losses)
+        first, before, trace = resume.step, resume.seconds, list(resume.trace)
+        losses, grad_norms = list(resume.losses), list(resume.grad_norms)
         _load_branch(model, opt, resume)
     schedule = LR_SCHEDULE
     warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s + first, len(batches), schedule))
@@ -442,6 +447,7 @@ def _train(
             seconds=before + time.perf_counter() - start - probing,
             trace=list(trace),
             losses=list(losses),
+            grad_norms=list(grad_norms),
         )
 
     last = len(batches) if stop is None else stop
@@ -463,10 +469,13 @@ def _train(
         opt.zero_grad()
         (loss + model.aux_weight * model.aux_loss()).backward()
         if GRAD_CLIP is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
+        else:
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
         opt.step()
         warmup.step()
         losses.append(loss.item())
+        grad_norms.append(grad_norm.item())
         if probe is not None and (step + 1) % probe.every == 0:
             began = time.perf_counter()
             with torch.random.fork_rng(devices=[]):
@@ -474,11 +483,22 @@ def _train(
             model.train()
             recall, slots = scores["acc"], scores["slots"]
             trace.append(
-                {"step": step + 1, "train_loss": statistics.fmean(losses), "val_recall": recall, "val_slots": slots}
+                {
+                    "step": step + 1,
+                    "train_loss": statistics.fmean(losses),
+                    "grad_norm_mean": statistics.fmean(grad_norms),
+                    "grad_norm_max": max(grad_norms),
+                    "val_recall": recall,
+                    "val_slots": slots,
+                }
             )
             read = "" if math.isnan(slots) else f", {slots:.1f} slots read"
-            print(f"    step {step + 1}: loss {trace[-1]['train_loss']:.3f} val recall {recall:.3f}{read}", flush=True)
-            losses = []
+            norms = f"grad norm {trace[-1]['grad_norm_mean']:.2f} (max {trace[-1]['grad_norm_max']:.2f})"
+            print(
+                f"    step {step + 1}: loss {trace[-1]['train_loss']:.3f} {norms} val recall {recall:.3f}{read}",
+                flush=True,
+            )
+            losses, grad_norms = [], []
             probing += time.perf_counter() - began
     if branch_at == last:
         branch = take_branch(last)

@@ -273,8 +273,10 @@ def test_grad_clip_must_be_a_finite_positive_norm(
     assert "--grad-clip must be a finite number > 0" in capsys.readouterr().err
 
 
-def _gradients_at_each_step(clip: float | None, monkeypatch: pytest.MonkeyPatch) -> list[list[torch.Tensor]]:
-    """The gradients AdamW sees at each step of a 3-step tiny run with ``GRAD_CLIP = clip``."""
+def _traced_gradients(
+    clip: float | None, monkeypatch: pytest.MonkeyPatch, probe: bench.Probe | None = None
+) -> tuple[list[list[torch.Tensor]], list[dict[str, float]]]:
+    """The gradients AdamW sees at each step of a 3-step tiny run with ``GRAD_CLIP = clip``, and the run's trace."""
     monkeypatch.setattr(bench, "GRAD_CLIP", clip)
     seen: list[list[torch.Tensor]] = []
 
@@ -284,10 +286,15 @@ def _gradients_at_each_step(clip: float | None, monkeypatch: pytest.MonkeyPatch)
     handle = register_optimizer_step_pre_hook(record)
     try:
         torch.manual_seed(0)
-        bench._train(_tiny_arm(), _tiny_batches(3))
+        _, trace, _ = bench._train(_tiny_arm(), _tiny_batches(3), probe)
     finally:
         handle.remove()
-    return seen
+    return seen, trace
+
+
+def _gradients_at_each_step(clip: float | None, monkeypatch: pytest.MonkeyPatch) -> list[list[torch.Tensor]]:
+    """The gradients AdamW sees at each step of a 3-step tiny run with ``GRAD_CLIP = clip``."""
+    return _traced_gradients(clip, monkeypatch)[0]
 
 
 def _total_norm(gradients: list[torch.Tensor]) -> float:
@@ -305,6 +312,25 @@ def test_grad_clip_scales_the_gradients_to_the_largest_norm(monkeypatch: pytest.
         torch.testing.assert_close(got, want * (clip / norms[0]), rtol=1e-5, atol=1e-9)
     for step in clipped:
         assert _total_norm(step) <= clip * (1 + 1e-5)
+
+
+def test_trace_logs_the_gradient_norm_before_clipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probes every step: unclipped, the trace's norms are those of the gradients AdamW saw; clipped, step 1 (same
+    weights) logs the unclipped norm, not the clipped one, and probes every 3 steps log their mean and largest."""
+    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
+    every_step = bench.Probe(1, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
+    plain, trace = _traced_gradients(None, monkeypatch, every_step)
+    norms = [_total_norm(step) for step in plain]
+    assert [row["grad_norm_mean"] for row in trace] == pytest.approx(norms, rel=1e-5)
+    assert [row["grad_norm_max"] for row in trace] == pytest.approx(norms, rel=1e-5)
+    clip = 0.5 * min(norms)
+    clipped, clipped_trace = _traced_gradients(clip, monkeypatch, every_step)
+    assert _total_norm(clipped[0]) == pytest.approx(clip, rel=1e-5)
+    assert clipped_trace[0]["grad_norm_max"] == pytest.approx(norms[0], rel=1e-5)
+    _, window = _traced_gradients(None, monkeypatch, bench.Probe(3, val["input_ids"], val["labels"], every_step.start))
+    assert [row["step"] for row in window] == [3]
+    assert window[0]["grad_norm_mean"] == pytest.approx(sum(norms) / 3, rel=1e-5)
+    assert window[0]["grad_norm_max"] == pytest.approx(max(norms), rel=1e-5)
 
 
 def test_pooled_runs_of_one_kind_merge_with_a_stored_run() -> None:
