@@ -292,21 +292,16 @@ def _traced_gradients(
     return seen, trace
 
 
-def _gradients_at_each_step(clip: float | None, monkeypatch: pytest.MonkeyPatch) -> list[list[torch.Tensor]]:
-    """The gradients AdamW sees at each step of a 3-step tiny run with ``GRAD_CLIP = clip``."""
-    return _traced_gradients(clip, monkeypatch)[0]
-
-
 def _total_norm(gradients: list[torch.Tensor]) -> float:
     return torch.linalg.vector_norm(torch.stack([g.norm() for g in gradients])).item()
 
 
 def test_grad_clip_scales_the_gradients_to_the_largest_norm(monkeypatch: pytest.MonkeyPatch) -> None:
     """Step 1 (same weights): the clipped gradients are the unclipped ones times ``C / norm``; every step <= ``C``."""
-    plain = _gradients_at_each_step(None, monkeypatch)
+    plain, _ = _traced_gradients(None, monkeypatch)
     norms = [_total_norm(step) for step in plain]
     clip = 0.5 * min(norms)  # below every unclipped norm: clipping acts at every step
-    clipped = _gradients_at_each_step(clip, monkeypatch)
+    clipped, _ = _traced_gradients(clip, monkeypatch)
     assert len(clipped) == len(plain) == 3
     for got, want in zip(clipped[0], plain[0], strict=True):
         torch.testing.assert_close(got, want * (clip / norms[0]), rtol=1e-5, atol=1e-9)
@@ -387,20 +382,22 @@ def test_learned_training_rejects_bad_settings(kwargs: dict[str, float], match: 
         bench.LearnedTraining(**kwargs)
 
 
-@pytest.mark.parametrize("policy", ["fixed", "learned"])
-def test_resuming_a_branch_ends_like_the_uninterrupted_run(policy: str) -> None:
+@pytest.mark.parametrize(("policy", "every"), [("fixed", 1), ("learned", 1), ("fixed", 3)])
+def test_resuming_a_branch_ends_like_the_uninterrupted_run(policy: str, every: int) -> None:
     """Train 4 steps; branch after 2 and continue in a fresh model: same weights and trace, bit for bit.
 
-    The learned read draws its Gumbel noise from the decoder's generator, which the branch must carry.
+    The learned read draws its Gumbel noise from the decoder's generator, which the branch must carry; with a probe
+    every 3 steps the branch also carries a half-done window (two losses and gradient norms of the step-3 probe).
     """
     batches = _tiny_batches(4)
     val = make_recall_batch("mqar", 2, 32, 4, seed=6)
-    probe = bench.Probe(1, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
+    probe = bench.Probe(every, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
     whole = _tiny_arm(read_policy=policy)
     _, trace, branch = bench._train(whole, batches, probe, branch_at=2)
     assert branch is not None
     assert branch.step == 2
-    assert [row["step"] for row in branch.trace] == [1, 2]
+    assert [row["step"] for row in branch.trace] == [step for step in (1, 2) if step % every == 0]
+    assert len(branch.grad_norms) == len(branch.losses) == 2 % every
     torch.manual_seed(1)  # another initialisation and RNG state: everything must come from the branch
     resumed = _tiny_arm(read_policy=policy)
     resumed.gumbel.manual_seed(7)
