@@ -348,13 +348,16 @@ def _model(
 class Probe:
     """A validation probe during training: recall on held-out sequences (never the test set) every ``every`` steps.
 
-    ``ids``/``labels`` are MQAR sequences from their own seed; the context ends at ``start`` (as in the test).
+    ``ids``/``labels`` are MQAR sequences from their own seed with ``pairs`` key-value pairs; the context ends at
+    ``start`` (as in the test). For an ARM model each probe also records the first layer's memory on these
+    sequences (``arm_diagnose.memory_stats``, routed as the model routes at that step).
     """
 
     every: int
     ids: torch.Tensor
     labels: torch.Tensor
     start: int
+    pairs: int = PAIRS
 
 
 @dataclass(frozen=True)
@@ -414,8 +417,9 @@ def _train(
 
     Returns the training seconds (probes excluded), with ``probe`` the trace (after every ``probe.every`` steps,
     the mean training loss since the last probe, the mean and largest total gradient norm since the last probe
-    (before any clipping; one norm over every parameter's gradient, as ``clip_grad_norm_`` computes it) and the
-    validation recall with the decode cache), and with
+    (before any clipping; one norm over every parameter's gradient, as ``clip_grad_norm_`` computes it), the
+    validation recall with the decode cache and, for ARM, the memory's use on the validation sequences
+    (``_probe_memory``)), and with
     ``branch_at`` the ``Branch`` taken before step ``branch_at`` runs. ``resume`` continues from a branch: its
     weights (a model may add parameters, e.g. the learned read's policy, which keep their initialisation), AdamW
     state and RNGs, at its step, with its seconds and trace; resuming a model of the branch's kind ends with the
@@ -490,12 +494,22 @@ def _train(
                     "grad_norm_max": max(grad_norms),
                     "val_recall": recall,
                     "val_slots": slots,
+                    **_probe_memory(model, probe),
                 }
             )
             read = "" if math.isnan(slots) else f", {slots:.1f} slots read"
             norms = f"grad norm {trace[-1]['grad_norm_mean']:.2f} (max {trace[-1]['grad_norm_max']:.2f})"
+            memory = ""
+            if "mem_value_slots" in trace[-1]:
+                row = trace[-1]
+                memory = (
+                    f"; values in {row['mem_value_slots']:.1f} slots, {row['mem_overwritten']:.0%} overwritten,"
+                    f" gate value {row.get('mem_gate_value', math.nan):.2f}"
+                    f" filler {row.get('mem_gate_filler', math.nan):.2f}"
+                )
+            loss_text = f"loss {trace[-1]['train_loss']:.3f}"
             print(
-                f"    step {step + 1}: loss {trace[-1]['train_loss']:.3f} {norms} val recall {recall:.3f}{read}",
+                f"    step {step + 1}: {loss_text} {norms} val recall {recall:.3f}{read}{memory}",
                 flush=True,
             )
             losses, grad_norms = [], []
@@ -503,6 +517,20 @@ def _train(
     if branch_at == last:
         branch = take_branch(last)
     return before + time.perf_counter() - start - probing, trace, branch
+
+
+def _probe_memory(model: ARMDecoder, probe: Probe) -> dict[str, float]:
+    """``memory_stats`` of an ARM ``model`` on the probe's sequences, prefixed ``mem_`` (nothing for other kinds).
+
+    Run under a forked global RNG with the Gumbel generator's state put back, so probing changes no training step.
+    """
+    if not model.arm_layers():
+        return {}
+    gumbel = model.gumbel.get_state()
+    with torch.random.fork_rng(devices=[]):
+        stats = memory_stats(model, probe.ids, probe.pairs)
+    model.gumbel.set_state(gumbel)
+    return {f"mem_{key}": value for key, value in stats.items()}
 
 
 def _load_branch(model: ARMDecoder, opt: torch.optim.Optimizer, branch: Branch) -> None:

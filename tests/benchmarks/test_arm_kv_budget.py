@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+from benchmarks.arm_diagnose import memory_stats
 from lightning_icml26.data import make_recall_batch
 from tests.benchmarks._tiny_arm import tiny_arm_decoder
 
@@ -63,18 +64,38 @@ def test_validation_trace_does_not_change_training() -> None:
     """A traced run (probes every 2 steps) ends with the same weights as an untraced one, and logs each probe."""
     batches = _tiny_batches(4)
     val = make_recall_batch("mqar", 2, 32, 4, seed=6)
-    probe = bench.Probe(2, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
+    probe = bench.Probe(2, val["input_ids"], val["labels"], 32 - 2 * 4 + 1, pairs=4)
     weights = []
     for use_probe in (None, probe):
-        model = _tiny_arm()
+        model = _tiny_arm(noise_scale=1.0)  # Gumbel noise drawn from the decoder's generator
         _, trace, _ = bench._train(model, batches, use_probe)
         weights.append({k: v.clone() for k, v in model.state_dict().items()})
         if use_probe is None:
             assert trace == []
     assert [row["step"] for row in trace] == [2, 4]
     assert all(0.0 <= row["val_recall"] <= 1.0 and row["train_loss"] > 0 for row in trace)
+    # the step-2 probe's memory replay samples Gumbel routing (penalty still off): it must not shift training's noise
+    # (the benchmark itself routes without noise; the probe does not rely on that)
+    assert "mem_overwritten_train" in trace[0]
+    assert "mem_overwritten_train" not in trace[1]
     for name, value in weights[0].items():
         torch.testing.assert_close(weights[1][name], value, rtol=0, atol=0, msg=name)
+
+
+def test_trace_records_the_memory_as_replayed_on_the_validation_sequences() -> None:
+    """The last probe's ``mem_*`` figures are ``memory_stats`` of the trained model on the probe's sequences; a full
+    attention model's trace has none."""
+    batches = _tiny_batches(4)
+    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
+    probe = bench.Probe(2, val["input_ids"], val["labels"], 32 - 2 * 4 + 1, pairs=4)
+    model = _tiny_arm()
+    _, trace, _ = bench._train(model, batches, probe)
+    want = memory_stats(model, val["input_ids"], 4)
+    assert {key: trace[-1][f"mem_{key}"] for key in want} == pytest.approx(want, rel=1e-6)
+    assert 1.0 <= trace[-1]["mem_value_slots"] <= 4.0
+    full = bench.ARMDecoder(d_model=16, num_layers=1, num_heads=2, attention="full")
+    _, full_trace, _ = bench._train(full, batches, probe)
+    assert not any(key.startswith("mem_") for row in full_trace for key in row)
 
 
 def _run(seed: int, full: float, arm: float, ms: float, steps: int = 3000) -> dict:
