@@ -62,9 +62,11 @@ rows routed with another ``usage_penalty`` / ``usage_start`` than this run's (``
 
 ``--steps N`` changes every kind's training steps; ``--trace-every K`` logs, every K steps, each trained kind's mean
 training loss, the mean and largest total gradient norm (before any ``--grad-clip``; runs before 2026-12-06 10:30
-UTC have no norms) and its recall on 32 validation sequences at 512 tokens (their own seed, never the test set),
-into ``figures.traces``: whether and when a kind left MQAR's loss plateau. Probes run under a forked RNG and are
-not timed, so a traced run trains exactly like an untraced one.
+UTC have no norms), its recall on 32 validation sequences at 512 tokens (their own seed, never the test set) and,
+for ARM kinds, the memory's writes replayed on those sequences (``mem_*``: ``arm_diagnose.memory_stats``; runs
+before 2026-12-06 12:00 UTC have none), into ``figures.traces``: whether and when a kind left MQAR's loss plateau.
+Probes run under a forked RNG (the Gumbel generator's state put back) and are not timed, so a traced run trains
+exactly like an untraced one.
 
 ``--budgets 1/16,1/4`` runs only those budgets (the targets, all at 1/8, are then ``nan``); ``--text`` adds the byte
 perplexity to a run that would skip it (it trains every kind).
