@@ -361,6 +361,12 @@ class Probe:
     start: int
     pairs: int = PAIRS
 
+    def __post_init__(self) -> None:
+        length = self.ids.shape[-1]
+        if not 1 <= self.pairs <= length // 4:  # the pairs and the queries (2 * pairs tokens each) must fit
+            allowed = f"1..{length // 4} for sequences of {length} tokens"
+            raise ValueError(f"Probe pairs must be in {allowed}, got {self.pairs}")
+
 
 @dataclass(frozen=True)
 class Branch:
@@ -499,21 +505,18 @@ def _train(
                     **_probe_memory(model, probe),
                 }
             )
+            row = trace[-1]
             read = "" if math.isnan(slots) else f", {slots:.1f} slots read"
-            norms = f"grad norm {trace[-1]['grad_norm_mean']:.2f} (max {trace[-1]['grad_norm_max']:.2f})"
+            norms = f"grad norm {row['grad_norm_mean']:.2f} (max {row['grad_norm_max']:.2f})"
             memory = ""
-            if "mem_value_slots" in trace[-1]:
-                row = trace[-1]
+            if "mem_value_slots" in row:
                 memory = (
                     f"; values in {row['mem_value_slots']:.1f} slots, {row['mem_overwritten']:.0%} overwritten,"
                     f" gate value {row.get('mem_gate_value', math.nan):.2f}"
                     f" filler {row.get('mem_gate_filler', math.nan):.2f}"
                 )
-            loss_text = f"loss {trace[-1]['train_loss']:.3f}"
-            print(
-                f"    step {step + 1}: {loss_text} {norms} val recall {recall:.3f}{read}{memory}",
-                flush=True,
-            )
+            loss = f"loss {row['train_loss']:.3f}"
+            print(f"    step {step + 1}: {loss} {norms} val recall {recall:.3f}{read}{memory}", flush=True)
             losses, grad_norms = [], []
             probing += time.perf_counter() - began
     if branch_at == last:

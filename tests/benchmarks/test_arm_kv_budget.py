@@ -55,6 +55,12 @@ def _tiny_batches(steps: int) -> list[dict[str, torch.Tensor]]:
     return [{k: v[2 * i : 2 * i + 2] for k, v in data.items()} for i in range(steps)]
 
 
+def _tiny_probe(every: int) -> bench.Probe:
+    """A probe every ``every`` steps on two validation sequences shaped like ``_tiny_batches``'."""
+    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
+    return bench.Probe(every, val["input_ids"], val["labels"], 32 - 2 * 4 + 1, pairs=4)
+
+
 def _tiny_arm(**attention_kwargs: object) -> bench.ARMDecoder:
     """The tiny ARM decoder with the benchmark's routing (budget 16, two clusters)."""
     return tiny_arm_decoder(num_clusters=2, **{**bench.ARM_ROUTING, **attention_kwargs})
@@ -63,8 +69,7 @@ def _tiny_arm(**attention_kwargs: object) -> bench.ARMDecoder:
 def test_validation_trace_does_not_change_training() -> None:
     """A traced run (probes every 2 steps) ends with the same weights as an untraced one, and logs each probe."""
     batches = _tiny_batches(4)
-    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
-    probe = bench.Probe(2, val["input_ids"], val["labels"], 32 - 2 * 4 + 1, pairs=4)
+    probe = _tiny_probe(2)
     weights = []
     for use_probe in (None, probe):
         model = _tiny_arm(noise_scale=1.0)  # Gumbel noise drawn from the decoder's generator
@@ -86,16 +91,22 @@ def test_trace_records_the_memory_as_replayed_on_the_validation_sequences() -> N
     """The last probe's ``mem_*`` figures are ``memory_stats`` of the trained model on the probe's sequences; a full
     attention model's trace has none."""
     batches = _tiny_batches(4)
-    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
-    probe = bench.Probe(2, val["input_ids"], val["labels"], 32 - 2 * 4 + 1, pairs=4)
+    probe = _tiny_probe(2)
     model = _tiny_arm()
     _, trace, _ = bench._train(model, batches, probe)
-    want = memory_stats(model, val["input_ids"], 4)
+    want = memory_stats(model, probe.ids, 4)
     assert {key: trace[-1][f"mem_{key}"] for key in want} == pytest.approx(want, rel=1e-6)
     assert 1.0 <= trace[-1]["mem_value_slots"] <= 4.0
     full = bench.ARMDecoder(d_model=16, num_layers=1, num_heads=2, attention="full")
     _, full_trace, _ = bench._train(full, batches, probe)
     assert not any(key.startswith("mem_") for row in full_trace for key in row)
+
+
+@pytest.mark.parametrize("pairs", [0, 9])
+def test_probe_pairs_must_fit_the_sequences(pairs: int) -> None:
+    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
+    with pytest.raises(ValueError, match=rf"Probe pairs must be in 1\.\.8 for sequences of 32 tokens, got {pairs}$"):
+        bench.Probe(2, val["input_ids"], val["labels"], 25, pairs=pairs)
 
 
 def _run(seed: int, full: float, arm: float, ms: float, steps: int = 3000) -> dict:
@@ -333,17 +344,15 @@ def test_grad_clip_scales_the_gradients_to_the_largest_norm(monkeypatch: pytest.
 def test_trace_logs_the_gradient_norm_before_clipping(monkeypatch: pytest.MonkeyPatch) -> None:
     """Probes every step: unclipped, the trace's norms are those of the gradients AdamW saw; clipped, step 1 (same
     weights) logs the unclipped norm, not the clipped one, and probes every 3 steps log their mean and largest."""
-    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
-    every_step = bench.Probe(1, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
-    plain, trace = _traced_gradients(None, monkeypatch, every_step)
+    plain, trace = _traced_gradients(None, monkeypatch, _tiny_probe(1))
     norms = [_total_norm(step) for step in plain]
     assert [row["grad_norm_mean"] for row in trace] == pytest.approx(norms, rel=1e-5)
     assert [row["grad_norm_max"] for row in trace] == pytest.approx(norms, rel=1e-5)
     clip = 0.5 * min(norms)
-    clipped, clipped_trace = _traced_gradients(clip, monkeypatch, every_step)
+    clipped, clipped_trace = _traced_gradients(clip, monkeypatch, _tiny_probe(1))
     assert _total_norm(clipped[0]) == pytest.approx(clip, rel=1e-5)
     assert clipped_trace[0]["grad_norm_max"] == pytest.approx(norms[0], rel=1e-5)
-    _, window = _traced_gradients(None, monkeypatch, bench.Probe(3, val["input_ids"], val["labels"], every_step.start))
+    _, window = _traced_gradients(None, monkeypatch, _tiny_probe(3))
     assert [row["step"] for row in window] == [3]
     assert window[0]["grad_norm_mean"] == pytest.approx(sum(norms) / 3, rel=1e-5)
     assert window[0]["grad_norm_max"] == pytest.approx(max(norms), rel=1e-5)
@@ -411,8 +420,7 @@ def test_resuming_a_branch_ends_like_the_uninterrupted_run(policy: str, every: i
     every 3 steps the branch also carries a half-done window (two losses and gradient norms of the step-3 probe).
     """
     batches = _tiny_batches(4)
-    val = make_recall_batch("mqar", 2, 32, 4, seed=6)
-    probe = bench.Probe(every, val["input_ids"], val["labels"], 32 - 2 * 4 + 1)
+    probe = _tiny_probe(every)
     whole = _tiny_arm(read_policy=policy)
     _, trace, branch = bench._train(whole, batches, probe, branch_at=2)
     assert branch is not None
