@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the `tomli` backport (in the `docs` extra)
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = (REPO / "README.md", REPO / "docs" / "development.md")

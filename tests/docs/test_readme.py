@@ -6,11 +6,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 
 import pytest
 
 from tests.docs._blocks import REPO, markdown_files
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the `tomli` backport (in the `docs` extra)
+    import tomli as tomllib
 
 README = REPO / "README.md"
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")

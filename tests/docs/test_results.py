@@ -7,9 +7,13 @@ import math
 import re
 import subprocess
 import sys
-import tomllib
 
 from tests.docs._blocks import REPO
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the `tomli` backport (in the `docs` extra)
+    import tomli as tomllib
 
 RESULTS = REPO / "benchmarks" / "results"
 VOCABULARY = ("claim shown", "partly shown", "claim missed", "not measured")

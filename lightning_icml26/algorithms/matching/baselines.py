@@ -113,7 +113,8 @@ class CAUCB(MatchingPolicy):
 
     Args:
         hesitation: ``lambda``, the probability of repeating the last arm.
-        confidence, seed: as for :class:`MatchingPolicy`.
+        confidence: as for :class:`MatchingPolicy`.
+        seed: as for :class:`MatchingPolicy`.
 
     Example:
         >>> from lightning_icml26.algorithms.matching import MatchingMarketEnv, run_market

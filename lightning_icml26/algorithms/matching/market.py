@@ -92,8 +92,9 @@ class MatchingMarketEnv:
         two_sided: arms learn their preferences from rewards instead of knowing them.
         arrivals: one of :data:`ARRIVAL_PATTERNS`.
         departures: whether some players leave (needs a non-static pattern or explicit times).
-        arrival_times, departure_times: explicit ``(N,)`` or ``(R, N)`` steps in ``[0, T)`` (departures may
-            equal ``T``, meaning never) overriding the pattern.
+        arrival_times: explicit ``(N,)`` or ``(R, N)`` arrival steps in ``[0, T)``, overriding the pattern.
+        departure_times: explicit ``(N,)`` or ``(R, N)`` departure steps in ``[0, T]`` (``T`` means never),
+            overriding the pattern.
         arm_preferences: explicit ``(K, N)`` or ``(R, K, N)`` rank table (rows are permutations of ``0..N-1``).
         n_runs: ``R``, independent runs simulated together.
         seed: seeds utilities, preferences, schedule and rewards.

@@ -170,7 +170,10 @@ class WaySE2S(WaySE):
 
     Args:
         forced_exponent: forced exploration probability ``min(1, tau^(-forced_exponent))``; default ``1 / K``.
-        first_epoch, patience, confidence, seed: as for :class:`WaySE`.
+        first_epoch: as for :class:`WaySE`.
+        patience: as for :class:`WaySE`.
+        confidence: as for :class:`WaySE`.
+        seed: as for :class:`WaySE`.
 
     Example:
         >>> from lightning_icml26.algorithms.matching import MatchingMarketEnv, run_market

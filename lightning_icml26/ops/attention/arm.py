@@ -400,7 +400,7 @@ class ARMAttention(nn.Module):
         Args:
             k: ``(B, H, T, d)`` keys that were routed.
             z: ``(B, H, T, M)`` their one-hot slot choices (only the counts are used; no gradient through them).
-            The keys are detached too: the loss trains the two routers only.
+                The keys are detached too: the loss trains the two routers only.
 
         Returns:
             A scalar, 1 when every sequence spreads its tokens and its routing mass uniformly over the slots.
