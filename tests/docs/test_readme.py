@@ -40,7 +40,8 @@ def test_every_table_cell_is_short() -> None:
 @pytest.mark.parametrize("path", markdown_files(), ids=lambda p: p.relative_to(REPO).as_posix())
 def test_links_resolve_inside_the_repository(path) -> None:
     for target in LINK.findall(_text(path)):
-        assert "://" not in target and not target.startswith("mailto:"), f"{path.name} links outside: {target}"
+        assert "://" not in target, f"{path.name} links outside the repository: {target}"
+        assert not target.startswith("mailto:"), f"{path.name} links outside the repository: {target}"
         file = target.split("#")[0]
         if not file:
             continue
@@ -60,7 +61,7 @@ def test_readme_import_paths_import() -> None:
     table = readme.split("<!-- methods-table:begin -->")[1].split("<!-- methods-table:end -->")[0]
     paths = sorted(set(re.findall(r"`(lightning_icml26(?:\.\w+)*)`", table)))
     assert paths
-    code = "import importlib\nfor p in %r:\n    importlib.import_module(p)\n" % (paths,)
+    code = f"import importlib\nfor p in {paths!r}:\n    importlib.import_module(p)\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
