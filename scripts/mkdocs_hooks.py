@@ -129,7 +129,7 @@ def _title(path: Path) -> str:
 def on_config(config: Any) -> Any:
     """Build the navigation: the hand-written pages, then the API reference."""
     docs = Path(config["docs_dir"])
-    pages = sorted(p.name for p in docs.glob("*.md"))
+    pages = sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*.md") if p.parts[len(docs.parts)] != "api")
     first = [p for p in FIRST_PAGES if p in pages]
     methods = [p for p in pages if p not in first]
     nav: list[Any] = [{_title(docs / p): p} for p in first]

@@ -1,10 +1,10 @@
 """Every ```python block in README.md and docs/**/*.md runs as written (issue 51 item 6).
 
 Each block is a standalone script: it runs in a fresh subprocess (``sys.executable``, a fresh temporary working
-directory, ``MPLBACKEND=Agg``, ``HF_HUB_OFFLINE=1``) and must exit 0. A block whose first line is
-``# not run here: <reason>`` is not run; it is collected as its own test id, which asserts that the reason is
-given. Blocks of other languages (bash, yaml, text) are not run. The counts (run / not run) are printed in the
-terminal summary.
+directory, ``MPLBACKEND=Agg``, ``HF_HUB_OFFLINE=1``) and must exit 0; the selected blocks run a few at a time.
+A block whose first line is ``# not run here: <reason>`` is not run; it is collected as its own test id, which
+asserts that the reason is given. Blocks of other languages (bash, yaml, text) are not run. The counts (run /
+not run) are printed in the terminal summary.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,21 +43,45 @@ def test_blocks_found() -> None:
     assert any(b.path == "README.md" for b in RUN)
 
 
-@pytest.mark.parametrize("block", RUN, ids=[b.test_id for b in RUN])
-def test_block_runs(block: Block, tmp_path) -> None:
-    script = tmp_path / "block.py"
+def _run(block: Block, tmp: Path) -> subprocess.CompletedProcess[str]:
+    tmp.mkdir(parents=True)
+    script = tmp / "block.py"
     script.write_text(block.code, encoding="utf-8")
-    work = tmp_path / "cwd"
+    work = tmp / "cwd"
     work.mkdir()
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=work,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    try:
+        return subprocess.run(
+            [sys.executable, str(script)],
+            cwd=work,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return subprocess.CompletedProcess(exc.cmd, -1, "", f"timed out after {TIMEOUT_S} s")
+
+
+@pytest.fixture(scope="module")
+def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run the selected blocks, a few at a time (each is its own process), and keep their results by test id."""
+    selected = {
+        item.callspec.params["block"].test_id
+        for item in request.session.items
+        if item.originalname == "test_block_runs" and hasattr(item, "callspec")
+    }
+    todo = [b for b in RUN if b.test_id in selected]
+    root = tmp_path_factory.mktemp("blocks")
+    workers = max(1, min(4, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {b.test_id: pool.submit(_run, b, root / f"b{i}") for i, b in enumerate(todo)}
+        return {test_id: f.result() for test_id, f in futures.items()}
+
+
+@pytest.mark.parametrize("block", RUN, ids=[b.test_id for b in RUN])
+def test_block_runs(block: Block, outcomes: dict[str, Any]) -> None:
+    proc = outcomes[block.test_id]
     assert proc.returncode == 0, (
         f"{block.test_id}: the ```python block exited {proc.returncode}\n--- stderr (tail) ---\n{proc.stderr[-3000:]}"
     )
