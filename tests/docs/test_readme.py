@@ -39,9 +39,11 @@ def test_every_table_cell_is_short() -> None:
 
 @pytest.mark.parametrize("path", markdown_files(), ids=lambda p: p.relative_to(REPO).as_posix())
 def test_links_resolve_inside_the_repository(path) -> None:
+    # Web addresses (a paper, a library's documentation) are fine; a relative link must name a file of the
+    # repository, never a path beside it (no `../shared/...`).
     for target in LINK.findall(_text(path)):
-        assert "://" not in target, f"{path.name} links outside the repository: {target}"
-        assert not target.startswith("mailto:"), f"{path.name} links outside the repository: {target}"
+        if target.startswith(("https://", "http://", "mailto:")):
+            continue
         file = target.split("#")[0]
         if not file:
             continue
