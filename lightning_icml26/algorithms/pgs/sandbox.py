@@ -361,6 +361,8 @@ class Sandbox:
                         break  # it did not load: nothing more will come
                     expect = start if index == -1 else index + 1
                     deadline = time.monotonic() + item_seconds + _GRACE_SECONDS
+                    if expect >= count:
+                        break
                 if stopped is not None or expect >= count or (records and "e" in records[0]):
                     break
                 if len(buffer) > limit:
