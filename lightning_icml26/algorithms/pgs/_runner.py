@@ -66,7 +66,8 @@ def encode(value: Any, depth: int = 0) -> Any:
         return ["s", value]
     if kind is bytes:
         return ["b", value.hex()]
-    tag = {list: "l", tuple: "t", set: "S", frozenset: "F"}.get(kind)
+    tags: dict[type, str] = {list: "l", tuple: "t", set: "S", frozenset: "F"}
+    tag = tags.get(kind)
     if tag is not None:
         return [tag, [encode(v, depth + 1) for v in value]]
     if kind is dict:
@@ -144,7 +145,7 @@ def _seccomp_program(pid: int) -> bytes | None:
     prog += [(jeq, "kill", 0, nr) for nr in kills]
     prog += [(jeq, "clone", 0, clone), (ret, 0, 0, _ALLOW)]
     labels: dict[str, int] = {}
-    blocks = {
+    blocks: dict[str, list[tuple[int, int | str, int | str, int]]] = {
         "clone": [(ld, 0, 0, 16), (jset, "allow", "again", _CLONE_THREAD)],  # the flags' low word
         "kill": [(ld, 0, 0, 16), (jeq, "allow", "perm", pid)],  # the target pid's low word
         "perm": [(ret, 0, 0, _ERRNO | errno.EPERM)],

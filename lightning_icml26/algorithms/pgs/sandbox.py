@@ -192,6 +192,83 @@ def _bwrap_problem() -> str | None:
     return None
 
 
+def _judged(text: str, record: dict[str, Any], wanted: str | None, trace: bool) -> CaseResult:
+    """The verdict on one reported output, computed here: ``pass`` (properties aside), ``wrong_answer`` or the error."""
+    lines = tuple(int(n) for n in record["l"]) if trace and isinstance(record.get("l"), list) else None
+    if "v" not in record:
+        kind = record.get("k") if record.get("k") in OUTCOMES[3:] else "runtime_error"
+        return CaseResult(text, str(kind), error=str(record.get("e", ""))[:500], lines=lines)
+    try:
+        value = decode(record["v"])
+    except (ValueError, RecursionError) as exc:
+        return CaseResult(text, "runtime_error", error=f"unreadable output: {exc}", lines=lines)
+    if wanted is not None:
+        target = ast.literal_eval(wanted)
+        try:
+            same = bool(value == target)
+        except (RecursionError, TypeError, ValueError):
+            same = False
+        if not same:
+            return CaseResult(text, "wrong_answer", _short(value), _short(target), lines=lines)
+    return CaseResult(text, "pass", _short(value), lines=lines)
+
+
+class _Reader:
+    """Reads a child's records from its channel: in order, one per item, each within its deadline."""
+
+    def __init__(self, start: int, count: int, item_seconds: float, limit_mb: int) -> None:
+        self.start, self.count, self.item_seconds, self.limit_mb = start, count, item_seconds, limit_mb
+        self.records: list[dict[str, Any]] = []
+        self.expect = -1  # the load record first
+        self.unloaded = False  # the load record reported an error
+
+    @property
+    def done(self) -> bool:
+        return self.unloaded or self.expect >= self.count
+
+    def take(self, line: bytes) -> tuple[str, str] | None:
+        """Accept one line (``None``) or say why the child is stopped."""
+        try:
+            record = json.loads(line)
+            index = record["i"]
+        except (ValueError, TypeError, KeyError):
+            return "runtime_error", "the child wrote a malformed record"
+        if index != self.expect:
+            return "runtime_error", f"the child reported item {index!r} out of order"
+        self.records.append(record)
+        self.unloaded = index == -1 and "e" in record
+        self.expect = self.start if index == -1 else index + 1
+        return None
+
+    def read(self, fd: int, deadline: float, run_deadline: float) -> tuple[str, str] | None:
+        """Read until every item is in, the child closes the channel, or a deadline passes."""
+        buffer = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while not self.done:
+                now = time.monotonic()
+                if now >= run_deadline:
+                    return "wall", ""
+                if now >= deadline:
+                    return "timeout", f"ran past {self.item_seconds} s (stopped by the caller)"
+                if not selector.select(min(deadline, run_deadline) - now):
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return None  # the child closed the channel (it exited)
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    stopped = self.take(line)
+                    if stopped is not None:
+                        return stopped
+                    deadline = time.monotonic() + self.item_seconds + _GRACE_SECONDS
+                    if self.done:
+                        return None
+                if len(buffer) > self.limit_mb * 1024 * 1024:
+                    return "resource", f"the child's output record exceeds {self.limit_mb} MiB"
+        return None
+
+
 class Sandbox:
     r"""Executes a function from candidate source on inputs, optionally checking outputs and properties.
 
@@ -320,65 +397,22 @@ class Sandbox:
                 proc.stdin.close()
 
         threading.Thread(target=feed, daemon=True).start()
-        records: list[dict[str, Any]] = []
-        stopped: tuple[str, str] | None = None
-        expect = -1  # the load record first
-        start = int(spec["start"])
-        limit = self.file_mb * 1024 * 1024
-        buffer = b""
         item_seconds = self.case_seconds if item_seconds is None else item_seconds
-        deadline = time.monotonic() + _STARTUP_SECONDS + self.case_seconds
-        selector = selectors.DefaultSelector()
-        selector.register(read_fd, selectors.EVENT_READ)
+        reader = _Reader(int(spec["start"]), count, item_seconds, self.file_mb)
         try:
-            while True:
-                now = time.monotonic()
-                if now >= run_deadline:
-                    stopped = ("timeout", f"the run ran past its wall clock of {self.wall_seconds} s")
-                    break
-                if now >= deadline:
-                    stopped = ("timeout", f"ran past {item_seconds} s (stopped by the caller)")
-                    break
-                if not selector.select(min(deadline, run_deadline) - now):
-                    continue
-                chunk = os.read(read_fd, 1 << 16)
-                if not chunk:
-                    break  # the child closed the channel (it exited)
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    try:
-                        record = json.loads(line)
-                        index = record["i"]
-                    except (ValueError, TypeError, KeyError):
-                        stopped = ("runtime_error", "the child wrote a malformed record")
-                        break
-                    if index != expect:
-                        stopped = ("runtime_error", f"the child reported item {index!r} out of order")
-                        break
-                    records.append(record)
-                    if index == -1 and "e" in record:
-                        break  # it did not load: nothing more will come
-                    expect = start if index == -1 else index + 1
-                    deadline = time.monotonic() + item_seconds + _GRACE_SECONDS
-                    if expect >= count:
-                        break
-                if stopped is not None or expect >= count or (records and "e" in records[0]):
-                    break
-                if len(buffer) > limit:
-                    stopped = ("resource", f"the child's output record exceeds {self.file_mb} MiB")
-                    break
+            stopped = reader.read(read_fd, time.monotonic() + _STARTUP_SECONDS + self.case_seconds, run_deadline)
         finally:
-            selector.close()
             os.close(read_fd)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # bwrap's namespace dies with it (--die-with-parent)
             code = proc.wait()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
-        if stopped is None and expect < count and not (records and "e" in records[0]):
+        if stopped is not None and stopped[0] == "wall":
+            stopped = ("timeout", f"the run ran past its wall clock of {self.wall_seconds} s")
+        if stopped is None and reader.expect < count and not reader.unloaded:
             stopped = self._death(code)
-        return records, stopped
+        return reader.records, stopped
 
     def _death(self, code: int) -> tuple[str, str]:
         """Why a child that closed its channel early died, from its exit status."""
@@ -405,7 +439,7 @@ class Sandbox:
             if stopped is not None and len(out) < count:
                 kind, message = stopped
                 out.append({"k": kind, "e": message})
-                if "wall clock" in message:
+                if "wall clock" in message:  # nothing more will run
                     out += [{"k": kind, "e": message} for _ in range(count - len(out))]
         return out
 
@@ -450,32 +484,12 @@ class Sandbox:
         run_deadline = time.monotonic() + self.wall_seconds
         spec = {"program": program, "entry_point": entry_point, "inputs": texts, "trace": bool(trace)}
         records = self._items("run", spec, len(texts), run_deadline)
-        results: list[CaseResult] = []
-        to_check: list[tuple[int, Any]] = []  # (case index, encoded value) for the property process
-        for index, (text, record) in enumerate(zip(texts, records, strict=True)):
-            lines = tuple(int(n) for n in record["l"]) if trace and isinstance(record.get("l"), list) else None
-            if "v" not in record:
-                kind = record.get("k") if record.get("k") in OUTCOMES[3:] else "runtime_error"
-                results.append(CaseResult(text, str(kind), error=str(record.get("e", ""))[:500], lines=lines))
-                continue
-            try:
-                value = decode(record["v"])
-            except (ValueError, RecursionError) as exc:
-                results.append(CaseResult(text, "runtime_error", error=f"unreadable output: {exc}", lines=lines))
-                continue
-            output = _short(value)
-            if wanted[index] is not None:
-                target = ast.literal_eval(str(wanted[index]))
-                try:
-                    same = bool(value == target)
-                except (RecursionError, TypeError, ValueError):
-                    same = False
-                if not same:
-                    results.append(CaseResult(text, "wrong_answer", output, _short(target), lines=lines))
-                    continue
-            results.append(CaseResult(text, "pass", output, lines=lines))
-            if properties:
-                to_check.append((index, record["v"]))
+        results = [
+            _judged(text, record, wanted[i], trace) for i, (text, record) in enumerate(zip(texts, records, strict=True))
+        ]
+        to_check = [(i, r["v"]) for i, (c, r) in enumerate(zip(results, records, strict=True)) if c.kind == "pass"]
+        if not properties:
+            to_check = []
         if to_check:
             items = [[texts[i], v] for i, v in to_check]
             props = {"properties": [list(p) for p in properties], "items": items}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lightning_icml26.algorithms.pgs import Sandbox
+from lightning_icml26.algorithms.pgs import DirectGeneration, PGSRefiner, ReferenceTester, Sandbox, SelfDebug
 from lightning_icml26.algorithms.pgs import sandbox as sandbox_module
 from lightning_icml26.algorithms.pgs.sandbox import SandboxUnavailableError
 
@@ -112,7 +112,9 @@ def test_bwrap_mode_runs_in_a_private_tmpfs(monkeypatch: pytest.MonkeyPatch) -> 
     assert run.cases[0].kind == "pass"
     env, cwd, uid, top, host = ast.literal_eval(run.cases[0].output or "")
     assert (env, cwd, uid, host) == (None, "/tmp", 65534, "sandbox")
-    assert "home" not in top and "work" not in top and "etc" not in top
+    assert "home" not in top
+    assert "work" not in top
+    assert "etc" not in top
 
 
 def test_unknown_isolation_and_missing_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,3 +176,31 @@ def test_trace_records_the_executed_lines(box: Sandbox) -> None:
     run = box.run(program, "f", ["(5,)", "(-1,)"], trace=True)
     assert [c.lines for c in run.cases] == [(2, 3), (2, 4)]
     assert box.run(program, "f", ["(5,)"]).cases[0].lines is None
+
+
+class _Scripted:
+    """A generator that never changes the program (enough to build refiners)."""
+
+    def generate(self, problem: object) -> str:
+        return "def f(n):\n    return n"
+
+    def refine(self, problem: object, program: str, feedback: str) -> str:
+        return program
+
+    def reflect(self, problem: object, program: str, feedback: str) -> str:
+        return ""
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(t) for t in texts]
+
+
+def test_refiners_take_the_isolation_option() -> None:
+    assert PGSRefiner(_Scripted(), ReferenceTester()).sandbox.isolation == "bwrap"
+    with pytest.warns(UserWarning, match="does NOT stop"):
+        assert PGSRefiner(_Scripted(), ReferenceTester(), isolation="process").sandbox.isolation == "process"
+    with pytest.warns(UserWarning, match="does NOT stop"):
+        assert SelfDebug(_Scripted(), isolation="process").sandbox.isolation == "process"
+    with pytest.raises(ValueError, match="contradicts"):
+        SelfDebug(_Scripted(), Sandbox(), isolation="process")
+    with pytest.raises(ValueError, match="isolation must be one of"):
+        DirectGeneration(_Scripted(), isolation="container")
