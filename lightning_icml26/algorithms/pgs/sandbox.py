@@ -42,7 +42,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lightning_icml26._optional import require
 from lightning_icml26.algorithms.pgs._runner import decode
@@ -213,6 +213,25 @@ def _judged(text: str, record: dict[str, Any], wanted: str | None, trace: bool) 
     return CaseResult(text, "pass", _short(value), lines=lines)
 
 
+class _Spawned(NamedTuple):
+    """A started child: the process, the read end of its channel, its scratch folder (process mode)."""
+
+    proc: subprocess.Popen[bytes]
+    read_fd: int
+    scratch: Path | None
+
+    def discard(self) -> None:
+        """End a child that was never used."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        os.close(self.read_fd)
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
 class _Reader:
     """Reads a child's records from its channel: in order, one per item, each within its deadline."""
 
@@ -353,20 +372,8 @@ class Sandbox:
         binds = sorted({*roots, *extra})
         return [*_bwrap_args(binds, 4 * self.file_mb), "--", binary, "-I", "-S", "/opt/pgs/_runner.py", mode, str(fd)]
 
-    def _child(
-        self,
-        mode: str,
-        spec: dict[str, Any],
-        count: int,
-        run_deadline: float,
-        binds: Sequence[str] = (),
-        item_seconds: float | None = None,
-    ) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
-        """Run one child from item ``spec["start"]``; return its records in order and, if it stopped early, why.
-
-        A record is accepted only for the next item in order (a malformed or out-of-order line ends the
-        child as a ``runtime_error``); the load record (index ``-1``) comes first.
-        """
+    def _spawn(self, mode: str, binds: Sequence[str] = ()) -> _Spawned:
+        """Start a child that waits for its spec on standard input."""
         read_fd, write_fd = os.pipe()
         scratch = None
         try:
@@ -385,9 +392,30 @@ class Sandbox:
             )
         except BaseException:
             os.close(read_fd)
-            os.close(write_fd)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             raise
-        os.close(write_fd)
+        finally:
+            os.close(write_fd)
+        return _Spawned(proc, read_fd, scratch)
+
+    def _child(
+        self,
+        mode: str,
+        spec: dict[str, Any],
+        count: int,
+        run_deadline: float,
+        binds: Sequence[str] = (),
+        item_seconds: float | None = None,
+        spawned: _Spawned | None = None,
+    ) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+        """Run one child from item ``spec["start"]``; return its records in order and, if it stopped early, why.
+
+        A record is accepted only for the next item in order (a malformed or out-of-order line ends the
+        child as a ``runtime_error``); the load record (index ``-1``) comes first. ``spawned``: a child
+        started beforehand (by :meth:`_spawn`) to take the spec.
+        """
+        proc, read_fd, scratch = spawned or self._spawn(mode, binds)
         payload = json.dumps({**spec, "processes": self.processes, "case_seconds": self.case_seconds}).encode()
 
         def feed() -> None:
@@ -424,13 +452,20 @@ class Sandbox:
         return "runtime_error", f"the process died (exit status {code})"
 
     def _items(
-        self, mode: str, spec: dict[str, Any], count: int, run_deadline: float, item_seconds: float | None = None
+        self,
+        mode: str,
+        spec: dict[str, Any],
+        count: int,
+        run_deadline: float,
+        item_seconds: float | None = None,
+        spawned: _Spawned | None = None,
     ) -> list[dict[str, Any]]:
-        """One record per item, restarting a child after an item that killed it."""
+        """One record per item, restarting a child after an item that killed it (the first may be ``spawned``)."""
         out: list[dict[str, Any]] = []
         while len(out) < count:
             start = {**spec, "start": len(out)}
-            records, stopped = self._child(mode, start, count, run_deadline, item_seconds=item_seconds)
+            records, stopped = self._child(mode, start, count, run_deadline, (), item_seconds, spawned)
+            spawned = None
             if records and "e" in records[0]:  # did not load: every remaining item fails alike
                 failed = {"k": records[0].get("k", "runtime_error"), "e": str(records[0]["e"])}
                 out += [dict(failed) for _ in range(count - len(out))]
@@ -483,29 +518,37 @@ class Sandbox:
             wanted = [None if v is None else _literal("expected[i]", v) for v in expected]
         run_deadline = time.monotonic() + self.wall_seconds
         spec = {"program": program, "entry_point": entry_point, "inputs": texts, "trace": bool(trace)}
-        records = self._items("run", spec, len(texts), run_deadline)
+        judge = self._spawn("props") if properties and texts else None  # starts while the candidate runs
+        try:
+            records = self._items("run", spec, len(texts), run_deadline)
+        except BaseException:
+            if judge is not None:
+                judge.discard()
+            raise
         results = [
             _judged(text, record, wanted[i], trace) for i, (text, record) in enumerate(zip(texts, records, strict=True))
         ]
         to_check = [(i, r["v"]) for i, (c, r) in enumerate(zip(results, records, strict=True)) if c.kind == "pass"]
-        if not properties:
-            to_check = []
-        if to_check:
-            items = [[texts[i], v] for i, v in to_check]
-            props = {"properties": [list(p) for p in properties], "items": items}
-            per_item = self.case_seconds * len(properties)
-            checks = self._items("props", props, len(items), max(run_deadline, time.monotonic() + per_item), per_item)
-            for (index, _), check in zip(to_check, checks, strict=True):
-                if "p" in check or "k" in check:
-                    name = check.get("p")
-                    message = str(check.get("e", ""))[:500]
-                    if "k" in check:  # the property process died on this item or did not load
-                        message = "error in property: " + message
-                    old = results[index]
-                    results[index] = CaseResult(
-                        old.input, "property_violation", old.output, error=message,
-                        property=None if name is None else str(name), lines=old.lines,
-                    )  # fmt: skip
+        if judge is None or not to_check:
+            if judge is not None:
+                judge.discard()
+            return RunResult(results)
+        items = [[texts[i], v] for i, v in to_check]
+        props = {"properties": [list(p) for p in properties], "items": items}
+        per_item = self.case_seconds * len(properties)
+        deadline = max(run_deadline, time.monotonic() + per_item)
+        checks = self._items("props", props, len(items), deadline, per_item, spawned=judge)
+        for (index, _), check in zip(to_check, checks, strict=True):
+            if "p" in check or "k" in check:
+                name = check.get("p")
+                message = str(check.get("e", ""))[:500]
+                if "k" in check:  # the property process died on this item or did not load
+                    message = "error in property: " + message
+                old = results[index]
+                results[index] = CaseResult(
+                    old.input, "property_violation", old.output, error=message,
+                    property=None if name is None else str(name), lines=old.lines,
+                )  # fmt: skip
         return RunResult(results)
 
     def shrink(
