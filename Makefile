@@ -45,6 +45,14 @@ data:
 		(apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null) \
 		|| echo "warning: could not install dataset-fashion-mnist; FashionMNIST tests will skip"; \
 	fi
+# bubblewrap (Debian's bubblewrap package) gives the PGS Sandbox its namespaces; without it Sandbox() refuses
+# to run and says how to install it (the PGS tests then fail with that message).
+	@if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo "sudo -n"); \
+		($$SUDO apt-get install -y -qq bubblewrap >/dev/null 2>&1 \
+			|| ($$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap >/dev/null)) \
+		|| echo "warning: could not install bubblewrap; the PGS Sandbox will refuse to run (docs/pgs.md, Sandbox)"; \
+	fi
 
 demo: install
 	$(BIN)/icml26 run quickstart

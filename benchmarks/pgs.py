@@ -230,13 +230,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--model", default=None, help="a local transformers causal LM folder (default SmolLM2)")
     parser.add_argument("--skip-llm", action="store_true", help="part 1 only (part 2's target is then missed)")
+    parser.add_argument("--isolation", default="bwrap", choices=("bwrap", "process"), help="the sandbox's isolation")
     args = parser.parse_args()
     torch.set_num_threads(1)
     seeds = 1 if args.quick else args.seeds
     per_problem = 1 if args.quick else 2
     n_hidden = 48 if args.quick else 96
     n_mutants, refinements, new_tokens = (1, 1, 96) if args.quick else (3, 5, 96)
-    box = Sandbox(case_seconds=0.25, cpu_seconds=20, memory_mb=512, wall_seconds=30)
+    box = Sandbox(case_seconds=0.25, cpu_seconds=20, memory_mb=512, wall_seconds=30, isolation=args.isolation)
     lm = load_model(args.model)
     start = time.perf_counter()
     per_seed = [

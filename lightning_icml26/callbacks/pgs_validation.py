@@ -14,7 +14,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
-from lightning_icml26.algorithms.pgs import CodeProblem, GeneratorRole, PGSRefiner, Sandbox, TesterRole
+from lightning_icml26.algorithms.pgs import CodeProblem, GeneratorRole, PGSRefiner, Sandbox, TesterRole, sandbox_for
 from lightning_icml26.metrics import CounterexampleTokens, FixRate, PassAtK
 
 __all__ = ["PGSValidationCallback"]
@@ -30,7 +30,9 @@ class PGSValidationCallback(pl.Callback):
         programs: a starting program per problem (e.g. buggy code to repair); ``None``: the generator writes one.
         max_refinements: PGS's budget per problem.
         every_n_epochs: evaluate when ``(epoch + 1) % every_n_epochs == 0``.
-        sandbox: where programs run (default ``Sandbox()``).
+        sandbox: where programs run (default ``Sandbox(isolation=isolation)``).
+        isolation: the default sandbox's isolation, ``"bwrap"`` (default; namespaces) or ``"process"``
+            (weaker, warns); see :class:`~lightning_icml26.algorithms.pgs.Sandbox`.
         prefix: prefix of the logged names (``<prefix>/pass@1``, ``<prefix>/initial_pass@1``,
             ``<prefix>/fix_rate``, ``<prefix>/counterexample_tokens``).
         **refiner_kwargs: further :class:`~lightning_icml26.algorithms.pgs.PGSRefiner` arguments.
@@ -39,7 +41,8 @@ class PGSValidationCallback(pl.Callback):
         history: one dict per evaluation (epoch and the logged figures); checkpointed.
 
     Raises:
-        ValueError: if ``problems`` is empty, ``programs`` has another length or ``every_n_epochs < 1``.
+        ValueError: if ``problems`` is empty, ``programs`` has another length, ``every_n_epochs < 1`` or
+            ``isolation`` is unknown.
 
     Example:
         >>> from lightning_icml26.algorithms.pgs import ReferenceTester
@@ -64,6 +67,7 @@ class PGSValidationCallback(pl.Callback):
         every_n_epochs: int = 1,
         sandbox: Sandbox | None = None,
         prefix: str = "pgs",
+        isolation: str | None = None,
         **refiner_kwargs: Any,
     ) -> None:
         if len(problems) == 0:
@@ -80,7 +84,7 @@ class PGSValidationCallback(pl.Callback):
         self.tester = tester
         self.max_refinements = max_refinements
         self.every_n_epochs = every_n_epochs
-        self.sandbox = sandbox or Sandbox()
+        self.sandbox = sandbox_for(sandbox, isolation)
         self.prefix = prefix
         self.refiner_kwargs = refiner_kwargs
         self.history: list[dict[str, float]] = []

@@ -104,6 +104,7 @@ def pgs_mutants_task(
     max_new_tokens: int = 192,
     n_hidden: int = 96,
     seed: int = 0,
+    isolation: str = "bwrap",
 ) -> dict[str, float]:
     """Repair mutants with one method; report fix rate, pass@1 and counterexample size.
 
@@ -121,12 +122,15 @@ def pgs_mutants_task(
         max_new_tokens: generation length of a language-model generator.
         n_hidden: inputs drawn for the hidden judge.
         seed: seed of the mutant sample, the inputs and the oracle.
+        isolation: the sandbox's isolation, ``"bwrap"`` (namespaces; needs bubblewrap) or ``"process"``
+            (weaker, warns); see :class:`~lightning_icml26.algorithms.pgs.Sandbox`.
 
     Returns:
         ``{"mutants", "fix_rate", "pass@1", "initial_pass@1", "counterexample_tokens", "mean_refinements"}``.
 
     Raises:
-        ValueError: if ``method`` or ``generator`` is unknown.
+        ValueError: if ``method``, ``generator`` or ``isolation`` is unknown.
+        SandboxUnavailableError: if ``isolation="bwrap"`` cannot run here (the message says how to fix it).
 
     Example:
         >>> out = pgs_mutants_task(n_mutants=3, method="pgs", num_inputs=16, n_hidden=24)
@@ -135,6 +139,7 @@ def pgs_mutants_task(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    box = Sandbox(case_seconds=1.0, cpu_seconds=20, wall_seconds=60, isolation=isolation)
     gen: GeneratorRole
     if isinstance(generator, str):
         if generator == "oracle":
@@ -145,7 +150,6 @@ def pgs_mutants_task(
             raise ValueError(f"generator must be 'oracle', 'smollm2' or a LanguageModel, got {generator!r}")
     else:
         gen = LLMGenerator(generator, max_new_tokens=max_new_tokens)
-    box = Sandbox(case_seconds=1.0, cpu_seconds=20, wall_seconds=60)
     refiner = {
         "pgs": lambda: PGSRefiner(
             gen, ReferenceTester(seed), box, num_properties, num_inputs, max_refinements, minimiser, seed

@@ -92,3 +92,12 @@ def test_bad_arguments() -> None:
         PGSValidationCallback(PROBLEMS, EpochGenerator, ReferenceTester(), max_refinements=0)
     with pytest.raises(TypeError, match="tester"):
         PGSValidationCallback(PROBLEMS, EpochGenerator, object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="isolation"):
+        PGSValidationCallback(PROBLEMS, EpochGenerator, ReferenceTester(), isolation="vm")
+
+
+def test_isolation_option() -> None:
+    assert PGSValidationCallback(PROBLEMS, EpochGenerator, ReferenceTester()).sandbox.isolation == "bwrap"
+    with pytest.warns(UserWarning, match="does NOT stop"):
+        weak = PGSValidationCallback(PROBLEMS, EpochGenerator, ReferenceTester(), isolation="process")
+    assert weak.sandbox.isolation == "process"

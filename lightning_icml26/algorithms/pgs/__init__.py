@@ -12,6 +12,7 @@ from lightning_icml26.algorithms.pgs.refiner import (
     RefinementResult,
     RefinementStep,
     describe_failure,
+    sandbox_for,
 )
 from lightning_icml26.algorithms.pgs.roles import (
     GeneratorRole,
@@ -22,7 +23,14 @@ from lightning_icml26.algorithms.pgs.roles import (
     TesterRole,
     extract_code,
 )
-from lightning_icml26.algorithms.pgs.sandbox import OUTCOMES, CaseResult, RunResult, Sandbox
+from lightning_icml26.algorithms.pgs.sandbox import (
+    ISOLATIONS,
+    OUTCOMES,
+    CaseResult,
+    RunResult,
+    Sandbox,
+    SandboxUnavailableError,
+)
 
 __all__ = [
     "call_text",
@@ -35,6 +43,7 @@ __all__ = [
     "extract_properties",
     "GeneratorRole",
     "hypothesis_failure",
+    "ISOLATIONS",
     "LLMGenerator",
     "LLMTester",
     "min_token_failure",
@@ -50,6 +59,8 @@ __all__ = [
     "ReflexionRefiner",
     "RunResult",
     "Sandbox",
+    "sandbox_for",
+    "SandboxUnavailableError",
     "SelfDebug",
     "SelfEditRefiner",
     "sound_properties",

@@ -26,15 +26,22 @@ class SelfDebug(_Refiner):
 
     Args:
         generator: writes and revises programs.
-        sandbox: where programs run.
+        sandbox: where programs run (default ``Sandbox(isolation=isolation)``).
         max_refinements: the budget of revisions (at least 1).
+        isolation: the default sandbox's isolation (``"bwrap"``, the default, or ``"process"``).
 
     Raises:
-        ValueError: if ``max_refinements < 1``.
+        ValueError: if ``max_refinements < 1`` or ``isolation`` is unknown.
     """
 
-    def __init__(self, generator: GeneratorRole, sandbox: Sandbox | None = None, max_refinements: int = 5) -> None:
-        super().__init__(generator, sandbox, max_refinements)
+    def __init__(
+        self,
+        generator: GeneratorRole,
+        sandbox: Sandbox | None = None,
+        max_refinements: int = 5,
+        isolation: str | None = None,
+    ) -> None:
+        super().__init__(generator, sandbox, max_refinements, isolation=isolation)
 
     def _feedback(self, problem: CodeProblem, program: str, run: RunResult) -> tuple[str, CaseResult | None]:
         case = run.failures[0]
@@ -46,11 +53,12 @@ class DirectGeneration(SelfDebug):
 
     Args:
         generator: writes programs.
-        sandbox: where programs run.
+        sandbox: where programs run (default ``Sandbox(isolation=isolation)``).
+        isolation: the default sandbox's isolation (``"bwrap"``, the default, or ``"process"``).
     """
 
-    def __init__(self, generator: GeneratorRole, sandbox: Sandbox | None = None) -> None:
-        _Refiner.__init__(self, generator, sandbox, max_refinements=0, min_budget=0)
+    def __init__(self, generator: GeneratorRole, sandbox: Sandbox | None = None, isolation: str | None = None) -> None:
+        _Refiner.__init__(self, generator, sandbox, max_refinements=0, min_budget=0, isolation=isolation)
 
 
 class ReflexionRefiner(SelfDebug):

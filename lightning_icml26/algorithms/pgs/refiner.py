@@ -26,7 +26,7 @@ from lightning_icml26.algorithms.pgs.properties import sound_properties
 from lightning_icml26.algorithms.pgs.roles import GeneratorRole, TesterRole
 from lightning_icml26.algorithms.pgs.sandbox import CaseResult, RunResult, Sandbox
 
-__all__ = ["MINIMISERS", "PGSRefiner", "RefinementResult", "RefinementStep", "describe_failure"]
+__all__ = ["MINIMISERS", "PGSRefiner", "RefinementResult", "RefinementStep", "describe_failure", "sandbox_for"]
 
 MINIMISERS = ("tokens", "hypothesis", "random")
 """Counterexample choices: fewest tokens (the paper), Hypothesis shrinking, a uniformly random failure."""
@@ -100,6 +100,23 @@ def describe_failure(entry_point: str, case: CaseResult, properties: dict[str, s
     return "\n".join(lines)
 
 
+def sandbox_for(sandbox: Sandbox | None, isolation: str | None = None) -> Sandbox:
+    """``sandbox``, or a default ``Sandbox(isolation=...)`` when it is ``None`` (``isolation`` default ``"bwrap"``).
+
+    Raises:
+        ValueError: if both are given and ``isolation`` is not the sandbox's own, or ``isolation`` is unknown.
+
+    Example:
+        >>> sandbox_for(None).isolation
+        'bwrap'
+    """
+    if sandbox is None:
+        return Sandbox(isolation="bwrap" if isolation is None else isolation)
+    if isolation is not None and isolation != sandbox.isolation:
+        raise ValueError(f"isolation={isolation!r} contradicts the given sandbox's isolation={sandbox.isolation!r}")
+    return sandbox
+
+
 def _positive_int(name: str, value: int, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
@@ -109,13 +126,18 @@ class _Refiner(ABC):
     """The loop shared by PGS and the baselines: evaluate, stop on success, else feed back and revise."""
 
     def __init__(
-        self, generator: GeneratorRole, sandbox: Sandbox | None, max_refinements: int, min_budget: int = 1
+        self,
+        generator: GeneratorRole,
+        sandbox: Sandbox | None,
+        max_refinements: int,
+        min_budget: int = 1,
+        isolation: str | None = None,
     ) -> None:
         if not isinstance(generator, GeneratorRole):
             raise TypeError(f"generator must follow the GeneratorRole protocol, got {type(generator).__name__}")
         _positive_int("max_refinements", max_refinements, minimum=min_budget)
         self.generator = generator
-        self.sandbox = sandbox or Sandbox()
+        self.sandbox = sandbox_for(sandbox, isolation)
         self.max_refinements = max_refinements
 
     def _public_run(self, problem: CodeProblem, program: str) -> RunResult:
@@ -167,16 +189,18 @@ class PGSRefiner(_Refiner):
     Args:
         generator: writes and revises programs (e.g. :class:`~lightning_icml26.algorithms.pgs.LLMGenerator`).
         tester: proposes properties and inputs (e.g. ``LLMTester`` or ``ReferenceTester``).
-        sandbox: where programs run (default ``Sandbox()``).
+        sandbox: where programs run (default ``Sandbox(isolation=isolation)``).
         num_properties: candidate properties asked from the tester (paper: 5).
         num_inputs: synthesized inputs asked from the tester (paper: 64).
         max_refinements: the budget of revisions (paper: 5; at least 1).
         minimiser: ``"tokens"`` (paper), ``"hypothesis"`` or ``"random"`` (see :data:`MINIMISERS`).
         seed: seed of the ``"random"`` minimiser.
+        isolation: the default sandbox's isolation, ``"bwrap"`` (default) or ``"process"`` (see
+            :class:`~lightning_icml26.algorithms.pgs.Sandbox`); only with ``sandbox=None`` or matching it.
 
     Raises:
         TypeError: if a role does not follow its protocol.
-        ValueError: if a count or the budget is < 1, or ``minimiser`` is unknown.
+        ValueError: if a count or the budget is < 1, or ``minimiser`` or ``isolation`` is unknown.
 
     Example:
         >>> from lightning_icml26.algorithms.pgs import ReferenceTester
@@ -203,8 +227,9 @@ class PGSRefiner(_Refiner):
         max_refinements: int = 5,
         minimiser: str = "tokens",
         seed: int = 0,
+        isolation: str | None = None,
     ) -> None:
-        super().__init__(generator, sandbox, max_refinements)
+        super().__init__(generator, sandbox, max_refinements, isolation=isolation)
         if not isinstance(tester, TesterRole):
             raise TypeError(f"tester must follow the Tester protocol, got {type(tester).__name__}")
         _positive_int("num_properties", num_properties)

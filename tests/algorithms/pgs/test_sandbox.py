@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from lightning_icml26.algorithms.pgs import Sandbox
+from lightning_icml26.algorithms.pgs import DirectGeneration, PGSRefiner, ReferenceTester, Sandbox, SelfDebug
+from lightning_icml26.algorithms.pgs import sandbox as sandbox_module
+from lightning_icml26.algorithms.pgs.sandbox import SandboxUnavailableError
 
 SORT_PROP = ("is_sorted", "def is_sorted(args, result):\n    assert result == sorted(result), 'not sorted'")
 
@@ -36,7 +39,7 @@ def test_classifies_each_outcome(box: Sandbox) -> None:
     expected = ["[1, 2]", "[3, 1]", None, None, None, None]
     run = box.run(program, "f", inputs, expected=expected, properties=[SORT_PROP])
     kinds = [c.kind for c in run.cases]
-    assert kinds == ["pass", "wrong_answer", "timeout", "runtime_error", "runtime_error", "property_violation"]
+    assert kinds == ["pass", "wrong_answer", "timeout", "memory", "runtime_error", "property_violation"]
     assert run.cases[1].output == "[1, 3]"
     assert run.cases[1].expected == "[3, 1]"
     assert run.cases[3].error is not None
@@ -58,13 +61,13 @@ def test_hang_and_bomb_do_not_hang_the_caller(box: Sandbox) -> None:
     roomy = Sandbox(case_seconds=10, cpu_seconds=8, memory_mb=256, wall_seconds=20)
     bomb = roomy.run("def f(n):\n    s = 'x'\n    while True:\n        s += s", "f", ["(1,)"])
     assert [c.kind for c in hang.cases] == ["timeout", "timeout"]
-    assert bomb.cases[0].kind == "runtime_error"
+    assert bomb.cases[0].kind == "memory"
     assert "MemoryError" in (bomb.cases[0].error or "")
     assert time.monotonic() - start < 45
 
 
 def test_killed_child_is_restarted_after_the_case(tmp_path: Path) -> None:
-    # a candidate that ignores the interval timer is stopped by the CPU or wall-clock limit
+    # a candidate that ignores the interval timer is stopped by the caller's per-case wall clock
     box = Sandbox(case_seconds=0.2, cpu_seconds=1, memory_mb=256, wall_seconds=3)
     program = (
         "import signal\n"
@@ -77,13 +80,14 @@ def test_killed_child_is_restarted_after_the_case(tmp_path: Path) -> None:
     )
     run = box.run(program, "f", ["(1,)", "(3,)"], expected=[None, "6"])
     assert [c.kind for c in run.cases] == ["timeout", "pass"]
-    assert "limit" in (run.cases[0].error or "")
+    assert "stopped by the caller" in (run.cases[0].error or "")
 
 
-def test_empty_environment_and_nothing_left_behind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_process_mode_warns_and_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("PGS_SECRET", "leak")
-    box = Sandbox(case_seconds=1.0, wall_seconds=10)
+    with pytest.warns(UserWarning, match="does NOT stop"):
+        box = Sandbox(case_seconds=1.0, wall_seconds=10, isolation="process")
     program = (
         "import os\ndef f(name):\n    open('junk.txt', 'w').write('x')\n    return (os.environ.get(name), os.getcwd())"
     )
@@ -93,6 +97,37 @@ def test_empty_environment_and_nothing_left_behind(monkeypatch: pytest.MonkeyPat
     assert output.startswith("(None, ")
     assert str(tmp_path) in output  # it ran inside a scratch folder under the temp root ...
     assert list(tmp_path.iterdir()) == []  # ... which is gone
+
+
+def test_bwrap_mode_runs_in_a_private_tmpfs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PGS_SECRET", "leak")
+    box = Sandbox(case_seconds=1.0, wall_seconds=10)
+    program = (
+        "import os, socket\n"
+        "def f(name):\n"
+        "    open('junk.txt', 'w').write('x')\n"
+        "    return (os.environ.get(name), os.getcwd(), os.getuid(), sorted(os.listdir('/')), socket.gethostname())"
+    )
+    run = box.run(program, "f", ["('PGS_SECRET',)"])
+    assert run.cases[0].kind == "pass"
+    env, cwd, uid, top, host = ast.literal_eval(run.cases[0].output or "")
+    assert (env, cwd, uid, host) == (None, "/tmp", 65534, "sandbox")
+    assert "home" not in top
+    assert "work" not in top
+    assert "etc" not in top
+
+
+def test_unknown_isolation_and_missing_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="isolation"):
+        Sandbox(isolation="docker")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    sandbox_module._bwrap_problem.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailableError, match="apt-get install bubblewrap"):
+            Sandbox()
+    finally:
+        monkeypatch.undo()
+        sandbox_module._bwrap_problem.cache_clear()
 
 
 def test_program_that_does_not_load(box: Sandbox) -> None:
@@ -121,6 +156,7 @@ def test_hypothesis_shrink_in_the_child(box: Sandbox) -> None:
         ({"memory_mb": -1}, "memory_mb"),
         ({"cpu_seconds": 1.5}, "cpu_seconds"),
         ({"wall_seconds": -2.0}, "wall_seconds"),
+        ({"processes": 0}, "processes"),
     ],
 )
 def test_limits_must_be_positive(kwargs: dict, name: str) -> None:
@@ -140,3 +176,31 @@ def test_trace_records_the_executed_lines(box: Sandbox) -> None:
     run = box.run(program, "f", ["(5,)", "(-1,)"], trace=True)
     assert [c.lines for c in run.cases] == [(2, 3), (2, 4)]
     assert box.run(program, "f", ["(5,)"]).cases[0].lines is None
+
+
+class _Scripted:
+    """A generator that never changes the program (enough to build refiners)."""
+
+    def generate(self, problem: object) -> str:
+        return "def f(n):\n    return n"
+
+    def refine(self, problem: object, program: str, feedback: str) -> str:
+        return program
+
+    def reflect(self, problem: object, program: str, feedback: str) -> str:
+        return ""
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(t) for t in texts]
+
+
+def test_refiners_take_the_isolation_option() -> None:
+    assert PGSRefiner(_Scripted(), ReferenceTester()).sandbox.isolation == "bwrap"
+    with pytest.warns(UserWarning, match="does NOT stop"):
+        assert PGSRefiner(_Scripted(), ReferenceTester(), isolation="process").sandbox.isolation == "process"
+    with pytest.warns(UserWarning, match="does NOT stop"):
+        assert SelfDebug(_Scripted(), isolation="process").sandbox.isolation == "process"
+    with pytest.raises(ValueError, match="contradicts"):
+        SelfDebug(_Scripted(), Sandbox(), isolation="process")
+    with pytest.raises(ValueError, match="isolation must be one of"):
+        DirectGeneration(_Scripted(), isolation="container")
