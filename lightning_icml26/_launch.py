@@ -43,6 +43,7 @@ from lightning_icml26 import _recipes
 from lightning_icml26._catalog import CONFIG_MODULE, global_rank, resolve_run_dir
 from lightning_icml26._dry_run import rehearse
 from lightning_icml26._preemption import requeued
+from lightning_icml26._rank_errors import is_rank_error, rank_error_line
 from lightning_icml26._run_lock import RunFolderBusy, RunFolderLock, check_run_dir
 from lightning_icml26.distributed.teardown import EXIT_WATCHDOG_SECONDS, end_process_group
 
@@ -172,9 +173,24 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
             _print_summary(summary)
         spec.summaries.append(summary)
     except Exception as error:
+        if is_rank_error(error):  # one line, root cause first; the rank's traceback goes to the run folder
+            if debug_requested():
+                traceback.print_exception(error)
+            error = _recipes.RecipeError(rank_error_line(error, cfg.get("run_dir"), *_rank_context(cfg)))
         spec.failures.append(error)
     finally:
         sys.argv = saved_argv
+
+
+def _rank_context(cfg: DictConfig) -> tuple[float | None, int | None]:
+    """The collective timeout (seconds) and the number of ranks a recipe asks for, where it says."""
+    strategy = cfg.get("strategy")
+    timeout = strategy.get("timeout") if isinstance(strategy, DictConfig) else None
+    trainer = cfg.get("trainer")
+    devices = trainer.get("devices") if isinstance(trainer, DictConfig) else None
+    nodes = trainer.get("num_nodes", 1) if isinstance(trainer, DictConfig) else 1
+    world = devices * nodes if isinstance(devices, int) and isinstance(nodes, int) else None
+    return (float(timeout) if isinstance(timeout, int | float) else None), world
 
 
 def _hydra_arguments(spec: Launch) -> list[str]:

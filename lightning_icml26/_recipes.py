@@ -337,18 +337,23 @@ def _kept_sigint() -> Iterator[None]:
             signal.signal(signal.SIGINT, handler)
 
 
+def _resumable(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> str | None:
+    """The checkpoint to resume from (one that loads); loader position and random states go into checkpoints."""
+    make_resumable(built.datamodule)
+    if not any(isinstance(c, RNGStateCheckpoint) for c in built.trainer.callbacks):
+        built.trainer.callbacks.append(RNGStateCheckpoint())
+    return resumable_checkpoint(cfg.get("ckpt_path"), run_dir)
+
+
 def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[str, dict[str, float]]:
     trainer = built.trainer
     resuming = cfg.get("ckpt_path") is not None
-    ckpt_path = resumable_checkpoint(cfg.get("ckpt_path"), run_dir)
-    make_resumable(built.datamodule)  # the loader's position and the random states go into checkpoints
-    if not any(isinstance(c, RNGStateCheckpoint) for c in trainer.callbacks):
-        trainer.callbacks.append(RNGStateCheckpoint())
-    histories = [CsvHistory(Path(lg.log_dir) / "metrics.csv") for lg in trainer.loggers if isinstance(lg, CSVLogger)]
+    ckpt_path = _resumable(cfg, built, run_dir)
     writes = resuming and global_rank() == 0  # the CSV logger writes on global rank zero only
-    if writes:
-        for history in histories:
-            history.set_aside()
+    loggers = trainer.loggers if writes else []
+    histories = [CsvHistory(Path(lg.log_dir) / "metrics.csv") for lg in loggers if isinstance(lg, CSVLogger)]
+    for history in histories:
+        history.set_aside()
     status = "finished"
     try:
         with _kept_sigint(), warnings.catch_warnings(), signals_forwarded(trainer) as received:
@@ -363,17 +368,15 @@ def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[s
             raise
         status = "interrupted"
     finally:
-        if writes:
-            for history in histories:
-                history.restore()
+        for history in histories:
+            history.restore()
     figures = _scalars(trainer.callback_metrics)
-    if status == "preempted":  # the checkpoint is written; a requeued job finishes the run and tests it
-        return status, figures
     if status == "interrupted":
         for callback in trainer.callbacks:
             if isinstance(callback, MetricsPlot):  # fit ended before on_fit_end: draw the epochs seen
                 callback.on_fit_end(trainer, built.model)
-    elif cfg.get("test_after_fit", True) and _has_test_loader(built.datamodule):
+    elif status == "finished" and cfg.get("test_after_fit", True) and _has_test_loader(built.datamodule):
+        # a preempted run is tested by the requeued job that finishes it, on the final weights
         try:
             with _kept_sigint():
                 trainer.test(built.model, datamodule=built.datamodule, verbose=False)

@@ -12,15 +12,57 @@ from __future__ import annotations
 import random
 from typing import Any
 
-
 import numpy as np
 import torch
+from lightning.fabric.utilities.data import _set_sampler_epoch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils.data import DataLoader, IterableDataset, RandomSampler
 from torch.utils.data.sampler import BatchSampler
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-__all__ = ["RNGStateCheckpoint", "ResumableTrainLoader", "make_resumable", "stateful_loader"]
+__all__ = ["RNGStateCheckpoint", "ResumableDataLoader", "ResumableTrainLoader", "make_resumable", "stateful_loader"]
+
+
+class ResumableDataLoader(StatefulDataLoader):
+    """A ``StatefulDataLoader`` whose state also holds its sampler's epoch.
+
+    On a resume Lightning creates the loader's iterator (which draws the epoch's order from the sampler)
+    before it tells the sampler the epoch, so an epoch-seeded order would restart at epoch 0's; the epoch
+    saved here is put back on the sampler when the state is loaded, before that iterator exists.
+
+    Example:
+        >>> from torch.utils.data import DistributedSampler, TensorDataset
+        >>> data = TensorDataset(torch.arange(8.0))
+        >>> loader = ResumableDataLoader(data, sampler=DistributedSampler(data, num_replicas=1, rank=0))
+        >>> loader.sampler.set_epoch(3)
+        >>> state = loader.state_dict()
+        >>> fresh = ResumableDataLoader(data, sampler=DistributedSampler(data, num_replicas=1, rank=0))
+        >>> fresh.load_state_dict(state); fresh.sampler.epoch
+        3
+    """
+
+    epoch_key = "icml26_sampler_epoch"
+
+    def _sampler_epoch(self) -> int | None:
+        for sampler in (self.sampler, getattr(self.batch_sampler, "sampler", None)):
+            epoch = getattr(sampler, "epoch", None)
+            if isinstance(epoch, int):
+                return epoch
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        """Torchdata's state plus the sampler's epoch."""
+        state = dict(super().state_dict())
+        state[self.epoch_key] = self._sampler_epoch()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Set the sampler's epoch, then load torchdata's state."""
+        state = dict(state_dict)
+        epoch = state.pop(self.epoch_key, None)
+        if epoch is not None:
+            _set_sampler_epoch(self, epoch)
+        super().load_state_dict(state)
 
 
 def stateful_loader(loader: Any) -> Any:
@@ -65,7 +107,7 @@ def stateful_loader(loader: Any) -> Any:
         if loader.batch_sampler is not None and type(loader.batch_sampler) is not BatchSampler:
             return loader
         options.update(batch_size=loader.batch_size, drop_last=loader.drop_last, sampler=loader.sampler)
-    return StatefulDataLoader(loader.dataset, **options)
+    return ResumableDataLoader(loader.dataset, **options)
 
 
 class ResumableTrainLoader:
@@ -76,7 +118,7 @@ class ResumableTrainLoader:
         >>> from torch.utils.data import DataLoader, TensorDataset
         >>> wrapped = ResumableTrainLoader(lambda: DataLoader(TensorDataset(torch.zeros(3))))
         >>> type(wrapped()).__name__
-        'StatefulDataLoader'
+        'ResumableDataLoader'
     """
 
     def __init__(self, method: Any) -> None:
@@ -99,7 +141,7 @@ def make_resumable(datamodule: Any) -> None:
         >>> dm = BoringDataModule()
         >>> make_resumable(dm); make_resumable(dm)
         >>> dm.setup("fit"); type(dm.train_dataloader()).__name__
-        'StatefulDataLoader'
+        'ResumableDataLoader'
     """
     method = getattr(datamodule, "train_dataloader", None)
     if method is None or isinstance(method, ResumableTrainLoader):

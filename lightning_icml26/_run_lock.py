@@ -143,7 +143,5 @@ class RunFolderLock:
     def __enter__(self) -> RunFolderLock:
         return self.acquire()
 
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.release()

@@ -27,3 +27,15 @@ class SignalAtStep(Callback):
         if trainer.global_step == self.step and trainer.global_rank == self.rank and not self.sent:
             self.sent = True
             os.kill(os.getppid() if self.to_parent else os.getpid(), self.signum)
+
+
+class StopRankAtStep(Callback):
+    """SIGSTOP global rank ``rank`` before step ``step``: a rank that stops answering (a hung node)."""
+
+    def __init__(self, step: int, rank: int = 1) -> None:
+        self.step = step
+        self.rank = rank
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if trainer.global_step == self.step and trainer.global_rank == self.rank:
+            os.kill(os.getpid(), signal.SIGSTOP)
