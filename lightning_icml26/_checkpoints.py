@@ -191,7 +191,8 @@ def loadable_checkpoint(path: str | Path, run_dir: str | Path | None = None, qui
 
     Args:
         path: the checkpoint asked for.
-        run_dir: the run folder to fall back in (default: the folder above ``path``'s ``checkpoints/``).
+        run_dir: the run folder to fall back in (default: the folder above ``path``'s ``checkpoints/``; none
+            for a file elsewhere, which falls back to its ``.prev`` copy only).
         quiet: do not print the fallback line (ranks other than zero).
 
     Raises:
@@ -213,17 +214,18 @@ def loadable_checkpoint(path: str | Path, run_dir: str | Path | None = None, qui
     problem = checkpoint_problem(path) if path.exists() else "no such file"
     if problem is None:
         return path
-    folder = Path(run_dir) if run_dir is not None else path.parent
-    if run_dir is None and folder.name == "checkpoints":
-        folder = folder.parent
+    folder = Path(run_dir) if run_dir is not None else None
+    if folder is None and path.parent.name == "checkpoints":
+        folder = path.parent.parent
     previous = previous_path(path)
+    fallback: Path | None = None
     if previous.is_file() and checkpoint_problem(previous) is None:
-        fallback: Path | None = previous  # the one this file replaced
-    else:
+        fallback = previous  # the one this file replaced
+    elif folder is not None:
         fallback = newest_checkpoint(folder, exclude=(path, previous), report=None if quiet else _warn)
     if fallback is None:
         if not path.exists():
-            raise FileNotFoundError(f"checkpoint '{path}' does not exist")
+            raise FileNotFoundError(f"Checkpoint file not found: {path}")
         raise ValueError(f"checkpoint '{path}' cannot be loaded ({problem}) and no earlier checkpoint loads")
     if not quiet:
         _warn(f"checkpoint '{path}' cannot be loaded ({problem}); resuming from '{fallback}' instead")

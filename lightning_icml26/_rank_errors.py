@@ -72,7 +72,7 @@ def rank_error_line(
 
     Example:
         >>> from torch.multiprocessing import ProcessRaisedException
-        >>> tb = 'Traceback (most recent call last):\\n  File "x.py", line 1\\nValueError: bad lr'
+        >>> tb = chr(10).join(["Traceback (most recent call last):", '  File "x.py", line 1', "ValueError: bad lr"])
         >>> rank_error_line(ProcessRaisedException(tb, 1, 4242))
         'rank 1: ValueError: bad lr'
     """

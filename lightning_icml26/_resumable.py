@@ -10,6 +10,7 @@ states (torch, numpy, python) so that a resumed step draws what the uninterrupte
 from __future__ import annotations
 
 import random
+import warnings
 from typing import Any
 
 import numpy as np
