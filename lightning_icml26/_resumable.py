@@ -51,6 +51,12 @@ class ResumableDataLoader(StatefulDataLoader):
                 return epoch
         return None
 
+    def __iter__(self) -> Any:
+        """Torchdata's iterator (without its warning about a deprecated torch call it makes)."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*set_vital.* is deprecated")
+            return super().__iter__()
+
     def state_dict(self) -> dict[str, Any]:
         """Torchdata's state plus the sampler's epoch."""
         state = dict(super().state_dict())

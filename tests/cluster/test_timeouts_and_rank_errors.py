@@ -28,7 +28,7 @@ def test_strategy_timeout_in_seconds_from_the_command_line(tmp_path: Path) -> No
 
 
 def test_an_error_raised_in_a_rank_is_one_short_line_with_the_traceback_in_the_run_folder(tmp_path: Path) -> None:
-    frames = "".join(f'  File "/site-packages/lightning/loop_{i}.py", line {i}, in run\n    step()\n' for i in range(30))
+    frames = "".join(f'  File "/site-packages/lightning/loop_{i}.py", line {i}, in run\n    go()\n' for i in range(30))
     text = f"Traceback (most recent call last):\n{frames}ValueError: learning rate must be positive, got -0.1\n"
     assert len(text) > 1800
     line = rank_error_line(ProcessRaisedException(text, 1, 4321), tmp_path)
