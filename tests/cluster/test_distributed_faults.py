@@ -65,6 +65,7 @@ def _processes_of(run_dir: Path) -> list[int]:
 
 @pytest.mark.distributed
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # three 2-rank launches: about 1.5 min on an idle 2-core machine
 @requires_module("transformers")
 def test_sigterm_stops_both_ranks_at_one_step_and_the_resume_matches_step_by_step(tmp_path: Path) -> None:
     out = str(tmp_path)
