@@ -42,6 +42,9 @@ from omegaconf.errors import OmegaConfBaseException
 from lightning_icml26 import _recipes
 from lightning_icml26._catalog import CONFIG_MODULE, global_rank, resolve_run_dir
 from lightning_icml26._dry_run import rehearse
+from lightning_icml26._preemption import requeued
+from lightning_icml26._rank_errors import is_rank_error, rank_error_line
+from lightning_icml26._run_lock import RunFolderBusy, RunFolderLock, check_run_dir
 from lightning_icml26.distributed.teardown import EXIT_WATCHDOG_SECONDS, end_process_group
 
 __all__ = ["EXIT_WATCHDOG_SECONDS", "Launch", "end_process_group", "launch", "resume_overrides", "run_command"]
@@ -51,6 +54,9 @@ DEBUG_ENV = "ICML26_DEBUG"
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT, the shell's convention).
 EXIT_INTERRUPTED = 130
+
+#: Exit code of a run stopped by a preemption signal after writing its checkpoint (128 + SIGTERM).
+EXIT_PREEMPTED = 143
 
 
 @dataclass
@@ -101,15 +107,16 @@ def _keys(overrides: Sequence[str]) -> list[str]:
     return [override.key_or_group for override in parsed]
 
 
-def resume_overrides(run_dir: Path, overrides: Sequence[str]) -> tuple[str, list[str]]:
+def resume_overrides(run_dir: Path, overrides: Sequence[str], ckpt: Path | None = None) -> tuple[str, list[str]]:
     """The recipe and the overrides that continue the run in ``run_dir`` from its ``last.ckpt``.
 
     The run's own overrides (``.hydra/overrides.yaml``) are kept unless a new override sets the same key;
-    ``ckpt_path`` points at ``run_dir/checkpoints/last.ckpt``.
+    ``ckpt_path`` points at ``run_dir/checkpoints/last.ckpt`` (or ``ckpt``) unless the new overrides set it.
 
     Args:
         run_dir: a folder written by ``icml26 run``.
         overrides: new overrides, e.g. ``trainer.max_epochs=40``.
+        ckpt: the checkpoint to continue from instead of ``last.ckpt``.
 
     Raises:
         RecipeError: no ``config.yaml`` or no ``checkpoints/last.ckpt`` in ``run_dir``.
@@ -121,8 +128,9 @@ def resume_overrides(run_dir: Path, overrides: Sequence[str]) -> tuple[str, list
     recipe = saved.get("recipe") if isinstance(saved, DictConfig) else None
     if not isinstance(recipe, str) or not recipe:
         raise _recipes.RecipeError(f"cannot resume '{run_dir}': its config.yaml names no recipe")
-    ckpt = run_dir / "checkpoints" / "last.ckpt"
-    if not ckpt.is_file():
+    given = "ckpt_path" in _keys(overrides)
+    ckpt = ckpt or run_dir / "checkpoints" / "last.ckpt"
+    if not given and not ckpt.exists() and not (ckpt.parent / f"{ckpt.stem}.prev{ckpt.suffix}").is_file():
         raise _recipes.RecipeError(f"cannot resume '{run_dir}': no checkpoints/last.ckpt (it stopped before one)")
     stored_path = run_dir / ".hydra" / "overrides.yaml"
     stored = OmegaConf.load(stored_path) if stored_path.is_file() else ListConfig([])
@@ -131,7 +139,7 @@ def resume_overrides(run_dir: Path, overrides: Sequence[str]) -> tuple[str, list
     old = [str(item) for item in stored]
     replaced = {*_keys(overrides), "ckpt_path", "run_dir"}
     kept = [text for text, key in zip(old, _keys(old), strict=True) if key not in replaced]
-    return recipe, [*kept, *overrides, f"ckpt_path={_quote(ckpt.resolve())}"]
+    return recipe, [*kept, *overrides] if given else [*kept, *overrides, f"ckpt_path={_quote(ckpt.resolve())}"]
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -156,14 +164,33 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
             return
         if global_rank() == 0:
             print(f"== {spec.recipe}: run directory {cfg.run_dir}", flush=True)
-        summary = _recipes.run(cfg)
+        if spec.multirun and global_rank() == 0:  # a sweep's job: its own folder, locked here
+            with RunFolderLock(cfg.run_dir):
+                summary = _recipes.run(cfg)
+        else:
+            summary = _recipes.run(cfg)
         if summary.pop("is_global_zero"):
             _print_summary(summary)
         spec.summaries.append(summary)
     except Exception as error:
+        if is_rank_error(error):  # one line, root cause first; the rank's traceback goes to the run folder
+            if debug_requested():
+                traceback.print_exception(error)
+            error = _recipes.RecipeError(rank_error_line(error, cfg.get("run_dir"), *_rank_context(cfg)))
         spec.failures.append(error)
     finally:
         sys.argv = saved_argv
+
+
+def _rank_context(cfg: DictConfig) -> tuple[float | None, int | None]:
+    """The collective timeout (seconds) and the number of ranks a recipe asks for, where it says."""
+    strategy = cfg.get("strategy")
+    timeout = strategy.get("timeout") if isinstance(strategy, DictConfig) else None
+    trainer = cfg.get("trainer")
+    devices = trainer.get("devices") if isinstance(trainer, DictConfig) else None
+    nodes = trainer.get("num_nodes", 1) if isinstance(trainer, DictConfig) else 1
+    world = devices * nodes if isinstance(devices, int) and isinstance(nodes, int) else None
+    return (float(timeout) if isinstance(timeout, int | float) else None), world
 
 
 def _hydra_arguments(spec: Launch) -> list[str]:
@@ -173,6 +200,7 @@ def _hydra_arguments(spec: Launch) -> list[str]:
         if spec.multirun:
             raise _recipes.RecipeError("run_dir cannot be set in a multirun (each job has its own); use --output-root")
         run_dir = Path(str(OverridesParser.create().parse_override(given["run_dir"]).value()))
+        spec.run_dir = run_dir
     arguments = [*spec.overrides, f"hydra.run.dir={_quote(run_dir)}", f"hydra.sweep.dir={_quote(run_dir)}"]
     if os.environ.get("ICML26_RUN_DIR") and "run_dir" not in given:
         arguments.append(f"run_dir={_quote(os.environ['ICML26_RUN_DIR'])}")  # a rank Lightning started
@@ -195,17 +223,23 @@ def launch(spec: Launch) -> int:
     saved_argv = sys.argv
     # folders a dry run may create (Hydra makes the run folder); removed again afterwards if left empty
     created = [p for p in (spec.run_dir, *list(spec.run_dir.parents)[:2]) if not p.exists()]
+    lock: RunFolderLock | None = None
     try:
         arguments = _hydra_arguments(spec)
+        check_run_dir(spec.run_dir)
+        if not (spec.dry_run or spec.multirun) and global_rank() == 0:  # one run per folder
+            lock = RunFolderLock(spec.run_dir).acquire()
         os.environ["HYDRA_FULL_ERROR"] = "1"
         sys.argv = [spec.program, *arguments]
         GlobalHydra.instance().clear()
         entry = hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=spec.recipe, version_base="1.3")
         entry(lambda cfg: _job(spec, cfg))()
-    except (HydraException, OmegaConfBaseException, _recipes.RecipeError) as error:
+    except (HydraException, OmegaConfBaseException, _recipes.RecipeError, RunFolderBusy, NotADirectoryError) as error:
         print(f"error: {_recipes.one_line(error)}", file=sys.stderr)
         return 2
     finally:
+        if lock is not None:
+            lock.release()
         sys.argv = saved_argv
         GlobalHydra.instance().clear()
         if previous_error_mode is None:
@@ -217,16 +251,18 @@ def launch(spec: Launch) -> int:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
     for failure in spec.failures:
-        if isinstance(failure, _recipes.RecipeError):
+        if isinstance(failure, (_recipes.RecipeError, RunFolderBusy)):
             print(f"error: {failure}", file=sys.stderr)
             continue
         if debug_requested():
             traceback.print_exception(failure)
         print(f"error: {_recipes.describe_root_cause(failure)}", file=sys.stderr)
     if spec.failures:
-        return 2 if spec.dry_run else 1
+        return 2 if spec.dry_run or all(isinstance(f, RunFolderBusy) for f in spec.failures) else 1
     if any(summary["status"] == "interrupted" for summary in spec.summaries):
         return EXIT_INTERRUPTED
+    if any(summary["status"] == "preempted" for summary in spec.summaries):
+        return EXIT_PREEMPTED
     return 0
 
 
@@ -254,6 +290,11 @@ def run_command(
         else:
             _recipes.check_recipe(target)
             recipe, run_dir = target, resolve_run_dir(target, output_root)
+            restart = None if multirun or "ckpt_path" in _keys(overrides) else requeued(run_dir)
+            if restart is not None:  # a scheduler's restart of this run: continue it from its newest checkpoint
+                if global_rank() == 0:
+                    print(f"== {recipe}: restarted; resuming {run_dir} from {restart}", flush=True)
+                recipe, overrides = resume_overrides(run_dir, overrides, restart)
     except (HydraException, _recipes.RecipeError) as error:
         print(f"error: {_recipes.one_line(error)}", file=sys.stderr)
         return 2

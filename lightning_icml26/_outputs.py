@@ -41,6 +41,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
+        mask = os.umask(0)  # mkstemp makes 0600 files; a plain open() would honour the umask
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -48,7 +48,10 @@ from lightning_icml26._catalog import (
     recipes_dir,
     resolve_run_dir,
 )
+from lightning_icml26._checkpoints import use_atomic_checkpoints
 from lightning_icml26._outputs import CsvHistory, atomic_write_text
+from lightning_icml26._preemption import preempted_checkpoint, preemption_of, resumable_checkpoint, signals_forwarded
+from lightning_icml26._resumable import RNGStateCheckpoint, make_resumable
 from lightning_icml26.callbacks import MetricsPlot
 
 __all__ = [
@@ -275,6 +278,7 @@ def build(cfg: DictConfig) -> BuiltRecipe:
         trainer = instantiate(trainer_node, callbacks=callbacks, logger=loggers or False, _convert_="partial")
     except Exception as error:
         raise RecipeError(f"cannot build 'trainer': {describe_root_cause(error)}") from None
+    use_atomic_checkpoints(trainer)
     return BuiltRecipe(cfg, None, datamodule, model, callbacks, loggers, trainer)
 
 
@@ -333,35 +337,46 @@ def _kept_sigint() -> Iterator[None]:
             signal.signal(signal.SIGINT, handler)
 
 
+def _resumable(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> str | None:
+    """The checkpoint to resume from (one that loads); loader position and random states go into checkpoints."""
+    make_resumable(built.datamodule)
+    if not any(isinstance(c, RNGStateCheckpoint) for c in built.trainer.callbacks):
+        built.trainer.callbacks.append(RNGStateCheckpoint())
+    return resumable_checkpoint(cfg.get("ckpt_path"), run_dir)
+
+
 def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[str, dict[str, float]]:
     trainer = built.trainer
     resuming = cfg.get("ckpt_path") is not None
-    histories = [CsvHistory(Path(lg.log_dir) / "metrics.csv") for lg in trainer.loggers if isinstance(lg, CSVLogger)]
+    ckpt_path = _resumable(cfg, built, run_dir)
     writes = resuming and global_rank() == 0  # the CSV logger writes on global rank zero only
-    if writes:
-        for history in histories:
-            history.set_aside()
+    loggers = trainer.loggers if writes else []
+    histories = [CsvHistory(Path(lg.log_dir) / "metrics.csv") for lg in loggers if isinstance(lg, CSVLogger)]
+    for history in histories:
+        history.set_aside()
     status = "finished"
     try:
-        with _kept_sigint(), warnings.catch_warnings():
+        with _kept_sigint(), warnings.catch_warnings(), signals_forwarded(trainer) as received:
             if writes:  # CSVLogger warns that it deletes the old metrics.csv; the history was set aside above
                 warnings.filterwarnings("ignore", message="Experiment logs directory .* exists and is not empty")
-            trainer.fit(built.model, datamodule=built.datamodule, ckpt_path=cfg.get("ckpt_path"))
+            trainer.fit(built.model, datamodule=built.datamodule, ckpt_path=ckpt_path)
+        if preemption_of(trainer, received) is not None:
+            status = "preempted"
     except SystemExit:
         # Lightning handles a KeyboardInterrupt in fit: hooks, teardown, then sys.exit(1).
         if not trainer.interrupted:
             raise
         status = "interrupted"
     finally:
-        if writes:
-            for history in histories:
-                history.restore()
+        for history in histories:
+            history.restore()
     figures = _scalars(trainer.callback_metrics)
     if status == "interrupted":
         for callback in trainer.callbacks:
             if isinstance(callback, MetricsPlot):  # fit ended before on_fit_end: draw the epochs seen
                 callback.on_fit_end(trainer, built.model)
-    elif cfg.get("test_after_fit", True) and _has_test_loader(built.datamodule):
+    elif status == "finished" and cfg.get("test_after_fit", True) and _has_test_loader(built.datamodule):
+        # a preempted run is tested by the requeued job that finishes it, on the final weights
         try:
             with _kept_sigint():
                 trainer.test(built.model, datamodule=built.datamodule, verbose=False)
@@ -393,6 +408,8 @@ def _run_in(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "seconds": time.perf_counter() - start,
         "metrics": figures,
     }
+    if status == "preempted":
+        summary["checkpoint"] = str(preempted_checkpoint(built.trainer, run_dir))
     if is_zero:
         atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     summary["is_global_zero"] = is_zero

@@ -12,6 +12,7 @@ from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
 from lightning_icml26.callbacks.pgs_validation import PGSValidationCallback
+from lightning_icml26.callbacks.preemption import PreemptionCheckpoint
 from lightning_icml26.callbacks.read_cost import ReadCostScheduler
 from lightning_icml26.callbacks.recourse import RecourseOnPredict
 from lightning_icml26.callbacks.seen_detector import SeenDetectorCallback
@@ -34,6 +35,7 @@ __all__ = [
     "SwapAttentionForInference",
     "SeenDetectorCallback",
     "PGSValidationCallback",
+    "PreemptionCheckpoint",
     "FailOnNonFiniteLoss",
     "NonFiniteLossError",
     "LassoBaseline",

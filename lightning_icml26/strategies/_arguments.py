@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES
@@ -87,3 +88,29 @@ def _check_memory_options(tiled_mlp: Any, offload_activations: Any, activation_c
             "offload_activations=True offloads the inputs kept by checkpointed blocks and needs"
             " activation_checkpointing=True"
         )
+
+
+def as_timeout(timeout: object) -> timedelta | None:
+    """A collective timeout as a ``timedelta``: seconds (``int``/``float``) or a ``timedelta``; ``None`` stays.
+
+    Raises:
+        TypeError: for any other type.
+        ValueError: for a timeout that is not positive.
+
+    Example:
+        >>> as_timeout(60)
+        datetime.timedelta(seconds=60)
+        >>> as_timeout(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: timeout=-1 must be positive (seconds or a timedelta)
+    """
+    if timeout is None or isinstance(timeout, timedelta):
+        value = timeout
+    elif isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        value = timedelta(seconds=float(timeout))
+    else:
+        raise TypeError(f"timeout={timeout!r} must be seconds (int or float) or a datetime.timedelta")
+    if value is not None and value.total_seconds() <= 0:
+        raise ValueError(f"timeout={timeout!r} must be positive (seconds or a timedelta)")
+    return value

@@ -57,7 +57,7 @@ from lightning_icml26.distributed import (
     token_share_scale,
 )
 from lightning_icml26.ops.attention.routing import route_attention
-from lightning_icml26.strategies._arguments import check_arguments
+from lightning_icml26.strategies._arguments import as_timeout, check_arguments
 from lightning_icml26.strategies._blocks import checkpoint_blocks, tile_block_mlps
 from lightning_icml26.strategies._fsdp import FullStateCheckpoints, average_over_context, shard_data_parallel
 from lightning_icml26.strategies._launcher import CleanExitMultiProcessingLauncher
@@ -97,7 +97,8 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
         start_method: how processes are launched when no cluster launcher created them: ``"popen"``
             (re-run the script, Lightning's default) or ``"spawn"`` / ``"fork"`` / ``"forkserver"``.
         process_group_backend: ``"gloo"`` (CPU) or ``"nccl"`` (CUDA); ``None``: chosen from the device.
-        timeout: process-group timeout: a rank left alone in a collective fails after it.
+        timeout: collective timeout: a rank left alone in a collective fails after it, ending the job instead
+            of hanging it. Seconds (``strategy.timeout=60`` on the command line) or a ``timedelta``.
         shard_parameters: shard parameters, gradients and optimizer state over the data-parallel ranks with
             FSDP2 (``False``: replicate them).
         activation_checkpointing: recompute each transformer block's activations in backward (non-reentrant
@@ -142,7 +143,7 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
         add_position_ids: bool = True,
         start_method: str = "popen",
         process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
+        timeout: timedelta | float | None = default_pg_timeout,
         shard_parameters: bool = False,
         activation_checkpointing: bool = False,
         save_distributed_checkpoint: bool = False,
@@ -154,7 +155,7 @@ class UPipeStrategy(FullStateCheckpoints, ModelParallelStrategy):
             tensor_parallel_size=1,
             save_distributed_checkpoint=save_distributed_checkpoint,
             process_group_backend=process_group_backend,
-            timeout=timeout,
+            timeout=as_timeout(timeout),
         )
         layout = check_arguments(
             attention=attention,

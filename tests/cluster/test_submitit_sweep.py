@@ -1,0 +1,43 @@
+"""A two-point sweep through Hydra's submitit launcher (local executor): one job and one folder each (item f)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._support.skips import requires_module
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = [
+    "data.num_train=128",
+    "data.num_val=64",
+    "data.num_test=64",
+    "trainer.max_epochs=1",
+    "trainer.enable_progress_bar=false",
+    "callbacks.plot=null",
+]
+
+
+@pytest.mark.slow
+@requires_module("hydra_plugins.hydra_submitit_launcher")
+def test_a_sweep_through_submitit_local_runs_each_point_to_finished(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "ICML26_RUN_ID": "sweep"}
+    env.pop("ICML26_RUN_DIR", None)
+    command = [sys.executable, "-m", "lightning_icml26.cli", "run", "quickstart", "-m", "hydra/launcher=submitit_local"]
+    command += ["model.optimizer.lr=0.01,0.003", *TINY, "--output-root", str(tmp_path)]
+    proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sweep = tmp_path / "quickstart" / "sweep"
+    assert "Submitit 'local' sweep output dir" in proc.stdout + proc.stderr
+    for job, lr in (("0", 0.01), ("1", 0.003)):
+        summary = json.loads((sweep / job / "summary.json").read_text())
+        assert summary["status"] == "finished"
+        assert summary["metrics"]["test_acc"] > 0
+        config = (sweep / job / "config.yaml").read_text()
+        assert f"lr: {lr}" in config
+    assert list((sweep / ".submitit").iterdir()), "submitit's own job records are there"
