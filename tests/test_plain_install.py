@@ -152,3 +152,27 @@ def test_icml26_list_and_quickstart_run_in_a_plain_install(plain_python: Path, t
     notes = [line for line in ran.stderr.splitlines() if "matplotlib is not installed" in line]
     assert len(notes) == 1, ran.stderr[-3000:]
     assert "pip install 'lightning-icml26[plots]'" in notes[0]
+
+
+def _extra_requirements(extra: str) -> set[str]:
+    """The distributions that `pip install 'lightning-icml26[<extra>]'` asks for, nested extras expanded."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    seen, todo, names = set(), [extra], set()
+    while todo:
+        current = todo.pop()
+        seen.add(current)
+        for text in extras[current]:
+            requirement = Requirement(text)
+            if _name(requirement.name) == "lightning-icml26":
+                todo.extend(e for e in requirement.extras if e not in seen)
+            else:
+                names.add(_name(requirement.name))
+    return names
+
+
+def test_the_test_extra_installs_triton_and_what_the_optional_pieces_need() -> None:
+    # `make test` installs '.[test]': the ISA Triton kernel's tests (TRITON_INTERPRET=1) run instead of skipping,
+    # and the scikit-learn novelty detectors are tested.
+    assert {"triton", "scikit-learn"} <= _extra_requirements("test")
+    assert _extra_requirements("novelty") == {"scikit-learn"}
+    assert _extra_requirements("kernels") == {"triton"}
