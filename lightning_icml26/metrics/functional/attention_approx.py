@@ -33,7 +33,7 @@ def _attention_approx_update(
         if t.ndim != 4 or not t.is_floating_point():
             raise ValueError(f"{name} must be a float tensor (batch, seq, heads, head_dim), got {tuple(t.shape)}")
         if not bool(torch.isfinite(t).all()):
-            raise ValueError(f"{name} holds {int((~torch.isfinite(t)).sum())} non-finite values (nan or inf)")
+            raise ValueError(f"{name} holds {int((~torch.isfinite(t)).sum())} non-finite value(s) (nan or inf)")
     if preds.shape != target.shape:
         raise ValueError(
             f"preds and target must have the same shape, got {tuple(preds.shape)} and {tuple(target.shape)}"
