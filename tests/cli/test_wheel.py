@@ -111,7 +111,9 @@ def test_wheel_in_a_fresh_venv_errors_debug_and_resume(wheel: Path, tmp_path: Pa
     # the fresh environment's own, where the wheel is installed.
     site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp_path)
     (Path(site.stdout.strip()) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    installed = _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], cwd=tmp_path)
+    installed = _run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", str(wheel)], cwd=tmp_path
+    )
     assert installed.returncode == 0, installed.stderr[-2000:]
     icml26 = str(venv / "bin" / "icml26")
     work = tmp_path / "outside"
