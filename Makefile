@@ -6,6 +6,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# tests/cli/test_wheel.py installs the built wheel into a fresh venv after this torch (the user's plain install)
+export TORCH_SPEC
 EXTRAS ?= test
 # Packages whose published dependency metadata is broken or pins an old stack; they only ship data
 # files (COMPAS/Adult, SmolLM2 weights, alanine dipeptide) that the code reads, so they are installed

@@ -59,6 +59,29 @@ def test_public_names_are_listed_in_all(module: str) -> None:
         assert hasattr(mod, name), f"{module}.__all__ lists {name!r}, which does not exist"
 
 
+@pytest.mark.parametrize(
+    ("module", "baseline"),
+    [
+        ("lightning_icml26.metrics", "torchmetrics"),
+        ("lightning_icml26.metrics.functional", "torchmetrics"),
+        ("lightning_icml26.callbacks", "lightning.pytorch"),
+    ],
+)
+def test_metrics_and_callbacks_import_nothing_beyond_torchmetrics_and_lightning(module: str, baseline: str) -> None:
+    # Their import cost is torchmetrics' / Lightning's plus the package's own modules: no third-party package
+    # (scikit-learn, pandas, networkx, sympy, transformers, ...) that the baseline did not already load.
+    code = (
+        "import sys\n"
+        f"import {baseline}\n"
+        "before = {name.split('.')[0] for name in sys.modules}\n"
+        f"import {module}\n"
+        "added = {name.split('.')[0] for name in sys.modules} - before - set(sys.stdlib_module_names)\n"
+        "print(','.join(sorted(added - {'lightning_icml26'})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "", f"importing {module} after {baseline} also imports {out.stdout.strip()}"
+
+
 def test_registration_is_idempotent_across_reimports() -> None:
     code = (
         "import importlib, lightning_icml26, lightning_icml26.strategies as s\n"

@@ -2,9 +2,16 @@
 
 Fair post-processing and reductions, human-AI pooling theory (robust weights, deferral), layer selection,
 causal discovery on count data (``algorithms.causal``).
+
+The causal-discovery names (:class:`LCPBSCM`, :class:`PBSCMSimulator`, :class:`PGFSkeleton`) are loaded on first
+access: :mod:`lightning_icml26.algorithms.causal` imports sympy and networkx (about two seconds), which the
+metrics and callbacks that import this package's other modules never use.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from lightning_icml26.algorithms.anchor_intensity import (
     borda_interpolation,
@@ -13,7 +20,6 @@ from lightning_icml26.algorithms.anchor_intensity import (
     solve_response_utility,
 )
 from lightning_icml26.algorithms.anchor_judge import RankingJudge, evaluate_with_judge, steering_prompt
-from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
     correlation_threshold,
@@ -46,6 +52,16 @@ from lightning_icml26.algorithms.novelty import (
     OneClassSVMDetector,
     SeenDetector,
 )
+
+if TYPE_CHECKING:  # for type checkers; at run time ``__getattr__`` imports them on first access
+    from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
+
+# Names resolved lazily by ``__getattr__`` (their module imports sympy and networkx).
+_LAZY = {
+    "LCPBSCM": "lightning_icml26.algorithms.causal",
+    "PBSCMSimulator": "lightning_icml26.algorithms.causal",
+    "PGFSkeleton": "lightning_icml26.algorithms.causal",
+}
 
 __all__ = [
     "ImaginationConfig",
@@ -90,3 +106,9 @@ __all__ = [
     "select_layers",
     "worst_case_gain",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lightning_icml26.algorithms' has no attribute {name!r}")

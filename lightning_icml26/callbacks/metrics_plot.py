@@ -8,10 +8,10 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from typing_extensions import override
 
-from lightning_icml26._optional import require_pyplot
+from lightning_icml26._optional import is_available, require_pyplot
 
 __all__ = ["MetricsPlot", "plot_history"]
 
@@ -62,22 +62,40 @@ class MetricsPlot(Callback):
     """Keep every scalar epoch-level metric and write a PNG of their curves when fit ends.
 
     The history is part of the callback's checkpoint state, so a resumed run draws the whole curve.
-    Only global rank zero writes the file.
+    Only global rank zero writes the file. Drawing needs matplotlib (the ``plots`` extra), which is checked
+    when the callback is built, before any training.
 
     Args:
         filename: PNG name, relative to ``trainer.default_root_dir`` unless absolute.
         title: figure title.
+        required: what a missing matplotlib does. ``True`` (the default): building the callback raises
+            ``ImportError`` naming the ``plots`` extra. ``False``: it warns once, in one line, and the callback
+            draws nothing (the history is still kept); the recipes build their default plot this way, so that
+            a plain ``pip install lightning-icml26`` runs them.
 
     Example:
         >>> MetricsPlot("curves.png").state_dict()
         {'history': {}}
+        >>> MetricsPlot(required=False).enabled  # matplotlib is installed here
+        True
     """
 
-    def __init__(self, filename: str = "metrics.png", title: str = "") -> None:
+    def __init__(self, filename: str = "metrics.png", title: str = "", required: bool = True) -> None:
         if not filename.endswith(".png"):
             raise ValueError(f"filename must end with '.png', got {filename!r}")
+        if not isinstance(required, bool):
+            raise TypeError(f"required must be a bool, got {required!r}")
         self.filename = filename
         self.title = title
+        self.required = required
+        self.enabled = is_available("matplotlib")
+        if not self.enabled:
+            if required:
+                require_pyplot()  # raises the one-line ImportError that names the `plots` extra
+            rank_zero_warn(
+                f"MetricsPlot: matplotlib is not installed, so {filename} will not be drawn "
+                "(pip install 'lightning-icml26[plots]' draws it)"
+            )
         self.history: dict[str, list[tuple[int, float]]] = {}
         self.path: Path | None = None
 
@@ -101,7 +119,7 @@ class MetricsPlot(Callback):
 
     @rank_zero_only
     def _write(self, path: Path) -> None:
-        if self.history:
+        if self.history and self.enabled:
             plot_history(self.history, path, self.title)
 
     @override

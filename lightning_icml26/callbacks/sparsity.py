@@ -119,6 +119,18 @@ def threshold_sweep(
     return results
 
 
+def _require_weights(callback: str, module: nn.Module, include: Sequence[str] | str) -> None:
+    """Refuse a model in which ``include`` selects no weight (the figures would be ``nan``, the pruning a no-op)."""
+    if select_weights(module, include):
+        return
+    present = [kind for kind in ("conv", "linear") if select_weights(module, kind)]
+    raise ValueError(
+        f"{callback}(include={include!r}) finds no weight to measure in {type(module).__name__}; "
+        + (f"its layers are of kind {present}: pass include={present[0]!r}, " if present else "")
+        + "or include='all' for every parameter"
+    )
+
+
 @torch.no_grad()
 def classification_accuracy(module: nn.Module, loader: Iterable[Any], device: torch.device | None = None) -> float:
     """Top-1 accuracy of ``module`` (logits) over ``(x, y)`` batches, in eval mode (the mode is restored).
@@ -151,9 +163,11 @@ class SparsityMonitor(Callback):
 
     Logged keys: ``{prefix}sparsity``, ``{prefix}compression_ratio`` and, with ``per_layer``,
     ``{prefix}sparsity/<parameter name>``. The global figures are also kept in ``history`` (checkpointed).
+    A model in which ``include`` selects no weight is refused at setup, before training, with a
+    ``ValueError`` that names the kinds the model has (an MLP needs ``include="linear"``).
 
     Args:
-        include: weight kinds measured (``"conv"`` as in the paper, ``"linear"``, ``"all"``).
+        include: weight kinds measured (``"conv"`` as in the paper, the default; ``"linear"``; ``"all"``).
         threshold: magnitude at or below which a weight counts as zero.
         per_layer: also log each tensor's sparsity.
         prefix: prefix of the logged keys.
@@ -177,6 +191,11 @@ class SparsityMonitor(Callback):
         self.per_layer = per_layer
         self.prefix = prefix
         self.history: list[dict[str, float]] = []
+
+    @override
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage == "fit":
+            _require_weights("SparsityMonitor", pl_module, self.include)
 
     def measure(self, module: nn.Module) -> dict[str, float]:
         """The figures for ``module`` (global and, with ``per_layer``, per tensor)."""
@@ -222,6 +241,8 @@ class MagnitudePrune(Callback):
       pruning applied at fit end (after the sweep) or, with ``prune_at_epoch``, at the start of that epoch;
       then the mask is kept fixed for the rest of training (gradients of pruned entries are zeroed after
       backward and the weights re-masked after each optimizer step).
+
+    A model in which ``include`` selects no weight is refused at setup, before training (``ValueError``).
 
     Args:
         threshold: prune ``|w| <= threshold``.
@@ -274,6 +295,11 @@ class MagnitudePrune(Callback):
         self.threshold_used: float | None = None
         self.sweep_results: list[dict[str, float]] = []
         self._masks: dict[str, torch.Tensor] = {}
+
+    @override
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage == "fit":
+            _require_weights("MagnitudePrune", pl_module, self.include)
 
     def _evaluator(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> Evaluator | None:
         if self.evaluate is None:

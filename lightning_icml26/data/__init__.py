@@ -1,6 +1,14 @@
-"""LightningDataModules and loaders for the data the recipes use (generated or shipped in packages)."""
+"""LightningDataModules and loaders for the data the recipes use (generated or shipped in packages).
+
+:class:`GraphSubstrateDataModule`, :class:`PBSCMDataModule` and :class:`PBSCMGraphs` are loaded on first access:
+their modules import networkx (and the PB-SCM tools sympy), which the callbacks and tasks that import this
+package's other modules never use.
+"""
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from lightning_icml26.data.boltzmann import BoltzmannDataModule
 from lightning_icml26.data.cifar10 import CIFAR10DataModule, load_cifar10
@@ -18,13 +26,11 @@ from lightning_icml26.data.forecasts import (
     load_rain_forecasts,
     make_forecasting_task,
 )
-from lightning_icml26.data.graph_substrate import GraphSubstrateDataModule
 from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_rollouts
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
 from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
-from lightning_icml26.data.pbscm import PBSCMDataModule, PBSCMGraphs
 from lightning_icml26.data.recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.selfplay import (
@@ -53,6 +59,17 @@ from lightning_icml26.data.valueflow import (
     make_value_texts,
 )
 from lightning_icml26.data.video_qkv import video_qkv
+
+if TYPE_CHECKING:  # for type checkers; at run time ``__getattr__`` imports them on first access
+    from lightning_icml26.data.graph_substrate import GraphSubstrateDataModule
+    from lightning_icml26.data.pbscm import PBSCMDataModule, PBSCMGraphs
+
+# Names resolved lazily by ``__getattr__`` (their modules import networkx).
+_LAZY = {
+    "GraphSubstrateDataModule": "lightning_icml26.data.graph_substrate",
+    "PBSCMDataModule": "lightning_icml26.data.pbscm",
+    "PBSCMGraphs": "lightning_icml26.data.pbscm",
+}
 
 __all__ = [
     "PBSCMDataModule",
@@ -120,3 +137,9 @@ __all__ = [
     "split_indices",
     "StdlibTextDataModule",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lightning_icml26.data' has no attribute {name!r}")

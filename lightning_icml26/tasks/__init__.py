@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from lightning_icml26._optional import require
 from lightning_icml26.tasks.asr_icl import asr_icl_task
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task
 from lightning_icml26.tasks.irt_judge import irt_judge_task
@@ -52,6 +53,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        require("gymnasium", extra="rl", purpose=name)  # the install hint instead of a bare ModuleNotFoundError
         module = importlib.import_module(f"lightning_icml26.tasks.{_LAZY[name]}")
         return getattr(module, name)
     raise AttributeError(f"module 'lightning_icml26.tasks' has no attribute {name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -17,6 +19,7 @@ from lightning_icml26.algorithms.novelty import (
     EmpiricalCDF,
     IsolationForestDetector,
     KNNDistanceDetector,
+    NoveltyReward,
     OneClassSVMDetector,
 )
 
@@ -133,3 +136,18 @@ def test_bad_inputs() -> None:
     cal = CalibratedSeenDetector(KNNDistanceDetector(), min_buffer=4).fit(torch.randn(20, 3))
     with pytest.raises(ValueError, match="width 5"):
         cal.novelty(torch.randn(2, 5))
+
+
+@pytest.mark.parametrize(
+    ("build", "module"),
+    [
+        (OneClassSVMDetector, "sklearn.svm"),
+        (IsolationForestDetector, "sklearn.ensemble"),
+        (KNNDistanceDetector, "sklearn.neighbors"),
+        (lambda: NoveltyReward(beta=0.0, lambda_rep=1.0), "sklearn.cluster"),
+    ],
+)
+def test_without_scikit_learn_building_names_the_novelty_extra(monkeypatch, build, module) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # `import sklearn.<module>` fails as when it is not installed
+    with pytest.raises(ImportError, match=r"pip install 'lightning-icml26\[novelty\]'"):
+        build()

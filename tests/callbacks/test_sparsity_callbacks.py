@@ -154,3 +154,20 @@ def test_classification_accuracy_and_bad_arguments() -> None:
         MagnitudePrune(sweep=[-1.0])
     with pytest.raises(ValueError, match="threshold must be a non-negative number"):
         SparsityMonitor(threshold=-0.5)
+
+
+@pytest.mark.parametrize("callback", [SparsityMonitor, functools.partial(MagnitudePrune, amount=0.5)])
+def test_a_model_without_the_selected_layers_is_refused_at_setup(tmp_path, callback) -> None:
+    # The default include=("conv",) selects nothing in an MLP: refused before the first step, naming the
+    # argument and the kinds the model has, instead of logging nan (or pruning nothing) for the whole run.
+    module = _module()
+    seen_steps = []
+    module.on_train_batch_start = lambda *args: seen_steps.append(1)
+    train, val = _data()
+    with pytest.raises(ValueError, match=r"include=\('conv',\)\) finds no weight .* ClassifierModule.*\['linear'\]"):
+        _trainer(tmp_path, [callback()]).fit(module, train, val)
+    assert seen_steps == []
+    # The same model with include="linear" trains and is measured.
+    monitor = SparsityMonitor(include="linear")
+    _trainer(tmp_path, [monitor], epochs=1).fit(_module(), train, val)
+    assert 0.0 <= monitor.history[0]["sparsity"] <= 1.0

@@ -59,6 +59,20 @@ def test_bad_inputs() -> None:
         AttentionApproxError().compute()
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("which", ["preds", "target"])
+def test_non_finite_inputs_are_refused(bad: float, which: str) -> None:
+    p, t = _data(1)
+    p, t = p.clone(), t.clone()
+    (p if which == "preds" else t)[0, 1, 2, 3] = bad
+    with pytest.raises(ValueError, match=rf"{which} holds 1 non-finite value"):
+        attention_approx_error(p, t)
+    metric = AttentionApproxError()
+    with pytest.raises(ValueError, match=rf"{which} holds 1 non-finite value"):
+        metric.update(p, t)
+    assert int(metric.count) == 0  # the refused batch left no trace
+
+
 def _ddp_metric(rank: int, world_size: int, p: torch.Tensor, t: torch.Tensor) -> dict[str, torch.Tensor]:
     metric = AttentionApproxError(heads=[0, 2])
     metric.update(p[rank::world_size], t[rank::world_size])

@@ -34,6 +34,24 @@ def test_ess_against_numpy_and_batches() -> None:
         effective_sample_size(torch.tensor([0.0, float("nan")]))
 
 
+def test_ess_refuses_log_weights_that_are_not_one_per_sample() -> None:
+    lw = torch.randn(4, 3, generator=GEN, dtype=torch.float64)  # e.g. per-sample, per-atom terms not yet summed
+    with pytest.raises(ValueError, match=r"log_weights must be 1-D \(N,\).*got shape \(4, 3\)"):
+        effective_sample_size(lw)
+    metric = EffectiveSampleSize()
+    with pytest.raises(ValueError, match=r"log_weights must be 1-D \(N,\).*got shape \(4, 3\)"):
+        metric.update(lw)
+    with pytest.raises(ValueError, match=r"got shape \(\)"):
+        metric.update(torch.tensor(0.5))
+    with pytest.raises(ValueError, match="nan"):
+        metric.update(torch.tensor([0.0, float("nan")]))
+    with pytest.raises(TypeError, match="log_weights"):
+        metric.update([0.0, 1.0])  # type: ignore[arg-type]
+    assert int(metric.count) == 0
+    metric.update(lw.sum(-1))  # the same weights, one per sample
+    assert float(metric.compute()) == pytest.approx(float(effective_sample_size(lw.sum(-1))), rel=1e-12)
+
+
 @requires_module("ot")
 @pytest.mark.parametrize(("n", "m"), [(300, 300), (257, 131), (7, 1000)])
 def test_energy_w2_against_pot(n: int, m: int) -> None:

@@ -13,14 +13,19 @@ the method's description; their hyper-parameter defaults (RBF ``gamma="scale"``,
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from sklearn.ensemble import IsolationForest
-from sklearn.neighbors import NearestNeighbors
-from sklearn.svm import OneClassSVM
 from torch import Tensor, nn
+
+from lightning_icml26._optional import require
+
+if TYPE_CHECKING:  # scikit-learn (the `novelty` extra) is imported when a detector is built
+    from sklearn.ensemble import IsolationForest
+    from sklearn.neighbors import NearestNeighbors
+    from sklearn.svm import OneClassSVM
 
 __all__ = [
     "DeepSVDDDetector",
@@ -80,6 +85,11 @@ class SeenDetector(Protocol):
         ...
 
 
+def _sklearn(module: str, detector: str) -> ModuleType:
+    """Import ``sklearn.<module>`` for ``detector``, or fail naming the ``novelty`` extra."""
+    return require(f"sklearn.{module}", extra="novelty", purpose=detector)
+
+
 class _SklearnDetector:
     """Shared fit/score plumbing for the scikit-learn backed detectors."""
 
@@ -120,12 +130,15 @@ class OneClassSVMDetector(_SklearnDetector):
             raise ValueError(f"nu must lie in (0, 1], got {nu!r}")
         self.nu = float(nu)
         self.gamma = gamma
+        _sklearn("svm", "OneClassSVMDetector")  # a missing scikit-learn is reported when the detector is built
         self.model: OneClassSVM | None = None
 
     def fit(self, embeddings: Tensor) -> OneClassSVMDetector:
         """Fit the one-class SVM (see :class:`SeenDetector`)."""
         x = self._check_fit(embeddings)
-        self.model = OneClassSVM(kernel="rbf", nu=self.nu, gamma=self.gamma).fit(x)
+        self.model = (
+            _sklearn("svm", "OneClassSVMDetector").OneClassSVM(kernel="rbf", nu=self.nu, gamma=self.gamma).fit(x)
+        )
         return self
 
     def score(self, embeddings: Tensor) -> Tensor:
@@ -154,12 +167,14 @@ class IsolationForestDetector(_SklearnDetector):
             raise ValueError(f"n_estimators must be a positive int, got {n_estimators!r}")
         self.n_estimators = n_estimators
         self.seed = int(seed)
+        _sklearn("ensemble", "IsolationForestDetector")
         self.model: IsolationForest | None = None
 
     def fit(self, embeddings: Tensor) -> IsolationForestDetector:
         """Fit the forest (see :class:`SeenDetector`)."""
         x = self._check_fit(embeddings)
-        self.model = IsolationForest(n_estimators=self.n_estimators, random_state=self.seed).fit(x)
+        forest = _sklearn("ensemble", "IsolationForestDetector").IsolationForest
+        self.model = forest(n_estimators=self.n_estimators, random_state=self.seed).fit(x)
         return self
 
     def score(self, embeddings: Tensor) -> Tensor:
@@ -185,12 +200,15 @@ class KNNDistanceDetector(_SklearnDetector):
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
         self.k = k
+        _sklearn("neighbors", "KNNDistanceDetector")
         self.model: NearestNeighbors | None = None
 
     def fit(self, embeddings: Tensor) -> KNNDistanceDetector:
         """Index the embeddings (see :class:`SeenDetector`)."""
         x = self._check_fit(embeddings)
-        self.model = NearestNeighbors(n_neighbors=min(self.k, x.shape[0])).fit(x)
+        self.model = (
+            _sklearn("neighbors", "KNNDistanceDetector").NearestNeighbors(n_neighbors=min(self.k, x.shape[0])).fit(x)
+        )
         return self
 
     def score(self, embeddings: Tensor) -> Tensor:

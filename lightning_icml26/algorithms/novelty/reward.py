@@ -26,10 +26,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from sklearn.cluster import AgglomerativeClustering
 from torch import Tensor, nn
 from torchmetrics.functional.text import bleu_score
 
+from lightning_icml26._optional import require
 from lightning_icml26.algorithms.novelty.calibration import CalibratedSeenDetector
 from lightning_icml26.algorithms.novelty.detectors import check_embeddings
 
@@ -140,8 +140,9 @@ def repetition_penalty(questions: Sequence[str], threshold: float = 0.5, n_gram:
         raise ValueError(f"questions must hold at least 2 questions to cluster, got {len(questions)}")
     if not 0.0 < float(threshold) <= 1.0:
         raise ValueError(f"threshold must lie in (0, 1], got {threshold!r}")
+    cluster = require("sklearn.cluster", extra="novelty", purpose="repetition_penalty")
     dist = bleu_distance_matrix(questions, n_gram).numpy()
-    labels = AgglomerativeClustering(
+    labels = cluster.AgglomerativeClustering(
         n_clusters=None, metric="precomputed", linkage="average", distance_threshold=float(threshold)
     ).fit_predict(dist)
     sizes = np.bincount(labels)
@@ -232,6 +233,8 @@ class NoveltyReward(nn.Module):
             raise ValueError(f"lambda_mem={lambda_mem} > 0 needs a memory (MemoryPenalty), got None")
         if not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"threshold must lie in (0, 1], got {threshold!r}")
+        if lambda_rep > 0:  # the repetition penalty clusters with scikit-learn: a missing one is named here
+            require("sklearn.cluster", extra="novelty", purpose="NoveltyReward(lambda_rep > 0)")
         self.detector, self.memory = detector, memory
         self.beta, self.lambda_rep, self.lambda_mem = float(beta), float(lambda_rep), float(lambda_mem)
         self.threshold, self.n_gram, self.gate = float(threshold), n_gram, bool(gate)

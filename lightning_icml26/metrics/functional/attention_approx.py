@@ -32,6 +32,8 @@ def _attention_approx_update(
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.ndim != 4 or not t.is_floating_point():
             raise ValueError(f"{name} must be a float tensor (batch, seq, heads, head_dim), got {tuple(t.shape)}")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} holds {int((~torch.isfinite(t)).sum())} non-finite value(s) (nan or inf)")
     if preds.shape != target.shape:
         raise ValueError(
             f"preds and target must have the same shape, got {tuple(preds.shape)} and {tuple(target.shape)}"

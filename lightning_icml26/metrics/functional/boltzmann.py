@@ -34,6 +34,22 @@ def _as_1d(t: Tensor, name: str) -> Tensor:
     return t
 
 
+def _check_log_weights(log_weights: Tensor, allow_empty: bool = False) -> Tensor:
+    """Validate log importance weights ``(N,)`` and return them flat, float64 and detached."""
+    if not isinstance(log_weights, Tensor):
+        raise TypeError(f"log_weights must be a torch.Tensor, got {type(log_weights).__name__}")
+    if log_weights.ndim != 1:
+        raise ValueError(
+            f"log_weights must be 1-D (N,), one log weight per sample, got shape {tuple(log_weights.shape)}"
+        )
+    if log_weights.numel() == 0 and not allow_empty:
+        raise ValueError("log_weights must not be empty")
+    lw = log_weights.detach().double()
+    if bool(torch.isnan(lw).any() | (lw == float("inf")).any()):
+        raise ValueError("log_weights must not contain nan or +inf")
+    return lw
+
+
 def effective_sample_size(log_weights: Tensor, normalize: bool = True) -> Tensor:
     """Kish effective sample size ``exp(2 LSE(log w) - LSE(2 log w))`` (divided by ``N`` when ``normalize``).
 
@@ -44,15 +60,14 @@ def effective_sample_size(log_weights: Tensor, normalize: bool = True) -> Tensor
         normalize: return ESS / N.
 
     Raises:
-        ValueError: if empty or containing ``nan``/``+inf``.
+        TypeError: if ``log_weights`` is not a tensor.
+        ValueError: if it is not 1-D, is empty or contains ``nan``/``+inf``.
 
     Example:
         >>> round(float(effective_sample_size(torch.log(torch.tensor([1.0, 1.0, 2.0])))), 4)  # 16 / 6 / 3
         0.8889
     """
-    lw = _as_1d(log_weights, "log_weights")
-    if bool(torch.isnan(lw).any() | (lw == float("inf")).any()):
-        raise ValueError("log_weights must not contain nan or +inf")
+    lw = _check_log_weights(log_weights)
     if not bool(torch.isfinite(lw).any()):
         return torch.tensor(0.0, dtype=torch.float64)
     ess = torch.exp(2 * torch.logsumexp(lw, 0) - torch.logsumexp(2 * lw, 0))
