@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib.util
+import logging
 import math
 import resource
 import statistics
@@ -193,9 +194,8 @@ def _fit(callback: Any, steps: int, loader: Any, seed: int) -> None:
 
 def callback_rows(rounds: int, steps: int, seed: int) -> list[dict[str, Any]]:
     """One row per callback: ``steps`` Trainer steps with it against the same steps with no callback."""
+    import lightning.pytorch  # noqa: F401  (imported first: it sets its own log level, lowered next)
     from torch.utils.data import DataLoader, TensorDataset
-
-    import logging
 
     for logger_name in ("lightning.pytorch", "lightning.fabric"):
         logging.getLogger(logger_name).setLevel(logging.ERROR)

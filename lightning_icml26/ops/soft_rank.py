@@ -73,16 +73,18 @@ def _pool_ids_pav(y: torch.Tensor) -> torch.Tensor:
         yd = y.detach().to(torch.float64)
         tol = 1e-9 * yd.abs().amax(-1, keepdim=True).clamp_min(1.0)
         ids = torch.arange(n, device=y.device).expand(b, n)
+        starts = torch.ones(b, n - 1, dtype=torch.bool, device=y.device)  # a block starts at position i + 1
         ones = torch.ones_like(yd)
         while True:
             sums = torch.zeros_like(yd).scatter_add_(-1, ids, yd)
-            counts = torch.zeros_like(yd).scatter_add_(-1, ids, ones)
-            mean = (sums / counts.clamp_min(1.0)).gather(-1, ids)
-            boundary = ids[:, 1:] != ids[:, :-1]
-            violates = boundary & (mean[:, :-1] <= mean[:, 1:] + tol)
-            if not bool(violates.any()):
+            counts = torch.zeros_like(yd).scatter_add_(-1, ids, ones).clamp_min_(1.0)
+            mean = sums.div_(counts).gather(-1, ids)
+            merge = mean[:, :-1] <= mean[:, 1:].add_(tol)
+            merge &= starts
+            if not bool(merge.any()):
                 return ids
-            ids = torch.nn.functional.pad((boundary & ~violates).long().cumsum(-1), (1, 0))
+            starts &= ~merge
+            ids = torch.nn.functional.pad(starts.cumsum(-1), (1, 0))
 
 
 def _pool_ids_min_max(y: torch.Tensor) -> torch.Tensor:
