@@ -148,7 +148,9 @@ def optimizer_rows(rounds: int, min_seconds: float, seed: int) -> list[dict[str,
             plain = plain_opt(_with_grads(copy.deepcopy(base), seed))
             timing = interleaved(ours.step, plain.step, rounds, min_seconds)
             baseline = "SGD(foreach)" if "SGD" in name else "AdamW(foreach)"
-            rows.append({"group": "optimizer", "piece": f"{name} step", "against": baseline, "size": model_name, **timing})
+            rows.append(
+                {"group": "optimizer", "piece": f"{name} step", "against": baseline, "size": model_name, **timing}
+            )
     return rows
 
 
@@ -276,55 +278,59 @@ def soft_rank_rows(rounds: int, min_seconds: float, seed: int, sizes: tuple[int,
     return rows
 
 
-def arm_rows(rounds: int, min_seconds: float, seed: int, contexts: tuple[int, ...]) -> list[dict[str, Any]]:
-    """ARM decode, one token, against SDPA of one query over a preallocated KV cache of the same context."""
+def _arm_case(context: int, heads: int, dim: int, seed: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """ARM's decode step and SDPA over a KV cache of ``context`` tokens, on the same new token."""
     from lightning_icml26.ops.attention import ARMAttention, ARMCache
 
+    torch.manual_seed(seed)
+    budget = context // 8
+    window = budget // 4
+    slots = budget - window
+    attn = ARMAttention(heads, dim, num_slots=slots, num_clusters=4, window=window).eval()
+    gen = torch.Generator().manual_seed(seed)
+    # the state after a long context: every slot and window position filled (a decode step costs the same
+    # whatever the slots hold; a prefill of 4k tokens through the parallel form would take minutes here)
+    mem_k, mem_v = torch.randn(2, 1, heads, slots, dim, generator=gen).unbind(0)
+    win_k, win_v = torch.randn(2, 1, heads, window, dim, generator=gen).unbind(0)
+    cache = ARMCache(
+        mem_k,
+        mem_v,
+        torch.ones(1, heads, slots, dtype=torch.bool),
+        torch.rand(1, heads, slots, generator=gen),
+        win_k,
+        win_v,
+        torch.ones(1, window, dtype=torch.bool),
+        context,
+        attn.signature,
+    )
+    k = torch.randn(1, context + 1, heads, dim, generator=gen)
+    v = torch.randn(1, context + 1, heads, dim, generator=gen)
+    qt, kt, vt = torch.randn(1, 1, heads, dim, generator=gen), k[:, context:], v[:, context:]
+    kv_k = torch.zeros(1, heads, context + 1, dim)
+    kv_v = torch.zeros(1, heads, context + 1, dim)
+    kv_k[:, :, :context] = k[:, :context].transpose(1, 2)
+    kv_v[:, :, :context] = v[:, :context].transpose(1, 2)
+
+    @torch.no_grad()
+    def ours() -> None:
+        # each call decodes one token from the same full state (the ARM state has a fixed size)
+        attn.step(qt, kt, vt, cache)
+
+    @torch.no_grad()
+    def plain() -> None:
+        kv_k[:, :, context] = kt[:, 0]
+        kv_v[:, :, context] = vt[:, 0]
+        F.scaled_dot_product_attention(qt.transpose(1, 2), kv_k, kv_v)
+
+    return ours, plain
+
+
+def arm_rows(rounds: int, min_seconds: float, seed: int, contexts: tuple[int, ...]) -> list[dict[str, Any]]:
+    """ARM decode, one token, against SDPA of one query over a preallocated KV cache of the same context."""
     heads, dim = 8, 64
     rows = []
     for context in contexts:
-        torch.manual_seed(seed)
-        budget = context // 8
-        window = budget // 4
-        slots = budget - window
-        attn = ARMAttention(heads, dim, num_slots=slots, num_clusters=4, window=window).eval()
-        gen = torch.Generator().manual_seed(seed)
-        # the state after a long context: every slot and window position filled (a decode step costs the same
-        # whatever the slots hold; a prefill of 4k tokens through the parallel form would take minutes here)
-        mem_k, mem_v = torch.randn(2, 1, heads, slots, dim, generator=gen).unbind(0)
-        win_k, win_v = torch.randn(2, 1, heads, window, dim, generator=gen).unbind(0)
-        cache = ARMCache(
-            mem_k,
-            mem_v,
-            torch.ones(1, heads, slots, dtype=torch.bool),
-            torch.rand(1, heads, slots, generator=gen),
-            win_k,
-            win_v,
-            torch.ones(1, window, dtype=torch.bool),
-            context,
-            attn.signature,
-        )
-        state = {"cache": cache}
-        k = torch.randn(1, context + 1, heads, dim, generator=gen)
-        v = torch.randn(1, context + 1, heads, dim, generator=gen)
-        qt, kt, vt = torch.randn(1, 1, heads, dim, generator=gen), k[:, context:], v[:, context:]
-        kv_k = torch.zeros(1, heads, context + 1, dim)
-        kv_v = torch.zeros(1, heads, context + 1, dim)
-        kv_k[:, :, :context] = k[:, :context].transpose(1, 2)
-        kv_v[:, :, :context] = v[:, :context].transpose(1, 2)
-
-        @torch.no_grad()
-        def ours() -> None:
-            # each call decodes one token from the same prefilled state (the ARM state has a fixed size)
-            attn.step(qt, kt, vt, state["cache"])
-
-        @torch.no_grad()
-        def plain() -> None:
-            kv_k[:, :, context] = kt[:, 0]
-            kv_v[:, :, context] = vt[:, 0]
-            F.scaled_dot_product_attention(qt.transpose(1, 2), kv_k, kv_v)
-
-        timing = interleaved(ours, plain, rounds, min_seconds)
+        timing = interleaved(*_arm_case(context, heads, dim, seed), rounds, min_seconds)
         rows.append(
             {
                 "group": "op",
@@ -400,9 +406,7 @@ def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
     return {
         "rewa_sgd_over_sgd_foreach_max": target(worst_of(lambda r: r["piece"].startswith("ReWASGD")), "<=", 1.5),
-        "rewa_adamw_over_adamw_foreach_max": target(
-            worst_of(lambda r: r["piece"].startswith("ReWAAdamW")), "<=", 1.5
-        ),
+        "rewa_adamw_over_adamw_foreach_max": target(worst_of(lambda r: r["piece"].startswith("ReWAAdamW")), "<=", 1.5),
         "soft_rank_over_sort_max": target(worst_of(lambda r: r["piece"] == "soft_rank"), "<=", 4.0),
         "callback_over_none_max": target(worst_of(lambda r: r["group"] == "callback"), "<=", 1.15),
         "arm_decode_over_sdpa_4k": target(arm(4096), "<=", 1.0),

@@ -110,7 +110,9 @@ def _grads_rel(outs: Sequence[Sequence[torch.Tensor]]) -> float:
     return max(_rel(a, b) for a, b in zip(*outs, strict=True))
 
 
-def _fwd_bwd(fn: Callable[..., torch.Tensor], inputs: Sequence[torch.Tensor], upstream: torch.Tensor) -> list[torch.Tensor]:
+def _fwd_bwd(
+    fn: Callable[..., torch.Tensor], inputs: Sequence[torch.Tensor], upstream: torch.Tensor
+) -> list[torch.Tensor]:
     leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
     out = fn(*leaves)
     grads = torch.autograd.grad(out, leaves, upstream.to(out.device, out.dtype))
@@ -158,7 +160,8 @@ def check_isa_triton(device: torch.device, dtype: torch.dtype) -> float:
     n = 2048
     q, k, v, up = (t.to(device, dtype) for t in torch.randn(4, 1, 2 * n, 4, 64, generator=gen).unbind(0))
     outs = [
-        _fwd_bwd(lambda *t, b=backend: isa_attention(*t, n, backend=b), [q, k, v], up) for backend in ("triton", "torch")
+        _fwd_bwd(lambda *t, b=backend: isa_attention(*t, n, backend=b), [q, k, v], up)
+        for backend in ("triton", "torch")
     ]
     return _grads_rel(outs)
 
@@ -231,7 +234,11 @@ MEASURES: tuple[Measure, ...] = (
         "upipe_memory",
         "benchmarks.gpu.upipe_memory_cuda",
         lambda minutes, path: ["--max-minutes", f"{minutes:.2f}", "--json", str(path)],
-        (("cuda_attn_peak_P2", "<=", 0.35), ("cuda_attn_max_seq_P2", ">=", 1.8), ("cuda_model_ckpt_max_seq_P2", ">=", 1.25)),
+        (
+            ("cuda_attn_peak_P2", "<=", 0.35),
+            ("cuda_attn_max_seq_P2", ">=", 1.8),
+            ("cuda_model_ckpt_max_seq_P2", ">=", 1.25),
+        ),
         min_minutes=2.0,
     ),
     Measure(
@@ -245,8 +252,16 @@ MEASURES: tuple[Measure, ...] = (
         "itc_short",
         "benchmarks.gpu.itc_minatar_cuda",
         lambda minutes, path: [
-            "--games", "breakout", "--seeds", "1", "--wm-minutes", "0.5", "--max-minutes", f"{minutes:.2f}",
-            "--json", str(path),
+            "--games",
+            "breakout",
+            "--seeds",
+            "1",
+            "--wm-minutes",
+            "0.5",
+            "--max-minutes",
+            f"{minutes:.2f}",
+            "--json",
+            str(path),
         ],
         (),
         min_minutes=1.5,
@@ -266,7 +281,11 @@ def plan(minutes: float) -> list[dict[str, Any]]:
     if not minutes > 0:
         raise ValueError(f"--minutes must be positive, got {minutes!r}")
     rows = [
-        {"stage": f"check_{c.name}", "dtypes": ", ".join(str(d).removeprefix("torch.") for d in c.dtypes), "seconds": c.estimate_s}
+        {
+            "stage": f"check_{c.name}",
+            "dtypes": ", ".join(str(d).removeprefix("torch.") for d in c.dtypes),
+            "seconds": c.estimate_s,
+        }
         for c in CHECKS
     ]
     left = minutes * 60 - sum(r["seconds"] for r in rows)
@@ -282,8 +301,10 @@ def build_targets(checks: dict[str, dict[str, Any]], measures: dict[str, dict[st
 
     Example:
         >>> t = build_targets({"sdpa_float32": {"error": 2e-6, "tolerance": 1e-3}}, {})
-        >>> t["check_sdpa_float32"]["met"], t["check_sdpa_bfloat16"]["met"], t["isa_latency.isa_triton_cosine_min"]["value"]
-        (True, False, nan)
+        >>> t["check_sdpa_float32"]["met"], t["check_sdpa_bfloat16"]["met"]
+        (True, False)
+        >>> t["isa_latency.isa_triton_cosine_min"]["value"]
+        nan
     """
     targets: dict[str, dict[str, Any]] = {}
     for c in CHECKS:
@@ -345,10 +366,18 @@ def run(
             start = time.monotonic()
             try:
                 err = float(c.fn(device, dtype))
-                figures["checks"][key] = {"error": err, "tolerance": c.tolerance[dtype], "ok": err <= c.tolerance[dtype]}
+                figures["checks"][key] = {
+                    "error": err,
+                    "tolerance": c.tolerance[dtype],
+                    "ok": err <= c.tolerance[dtype],
+                }
             except Exception as exc:  # a failing path is a result: it is recorded and the run goes on
-                figures["checks"][key] = {"error": math.nan, "ok": False, "exception": repr(exc)[:500],
-                                          "traceback": traceback.format_exc()[-2000:]}
+                figures["checks"][key] = {
+                    "error": math.nan,
+                    "ok": False,
+                    "exception": repr(exc)[:500],
+                    "traceback": traceback.format_exc()[-2000:],
+                }
             figures["checks"][key]["seconds"] = time.monotonic() - start
             flush()
     for i, m in enumerate(MEASURES):
@@ -358,7 +387,9 @@ def run(
             figures["skipped"].append(m.name)
             continue
         minutes = min(minutes, budget.left() / 60)
-        path = args.json.with_name(f"{args.json.stem}_{m.name}.json") if args.json else Path(tempfile.mkdtemp()) / "x.json"
+        path = (
+            args.json.with_name(f"{args.json.stem}_{m.name}.json") if args.json else Path(tempfile.mkdtemp()) / "x.json"
+        )
         start = time.monotonic()
         try:
             module = __import__(m.module, fromlist=["main"])
@@ -367,8 +398,11 @@ def run(
         except SystemExit as exc:
             figures["measures"][m.name] = {"targets": {}, "exception": f"SystemExit({exc.code})"}
         except Exception as exc:
-            figures["measures"][m.name] = {"targets": {}, "exception": repr(exc)[:500],
-                                           "traceback": traceback.format_exc()[-2000:]}
+            figures["measures"][m.name] = {
+                "targets": {},
+                "exception": repr(exc)[:500],
+                "traceback": traceback.format_exc()[-2000:],
+            }
         figures["measures"][m.name]["seconds"] = time.monotonic() - start
         flush()
     figures["complete"] = True

@@ -23,7 +23,8 @@ def test_dry_run_writes_every_target_unmeasured(tmp_path) -> None:
     names |= {f"{m.name}.{t[0]}" for m in acceptance.MEASURES for t in m.headline}
     assert set(targets) == names
     assert all(entry["met"] is False and math.isnan(entry["value"]) for entry in targets.values())
-    assert record["figures"]["complete"] is True and record["figures"]["dry_run"] is True
+    assert record["figures"]["complete"] is True
+    assert record["figures"]["dry_run"] is True
     checks = [f"{c.name}_{str(d).removeprefix('torch.')}" for c in acceptance.CHECKS for d in c.dtypes]
     assert record["figures"]["skipped"] == checks + [m.name for m in acceptance.MEASURES]  # nothing ran
     # the plan fits the budget: checks first, then every row in order of importance
@@ -61,8 +62,15 @@ def test_budget_skips_what_does_not_fit_and_json_is_partial_after_each_stage(tmp
     monkeypatch.setattr(
         acceptance,
         "CHECKS",
-        (acceptance.Check("fake", slow_check, (torch.float32, torch.bfloat16, torch.float64),
-                          {torch.float32: 1e-3, torch.bfloat16: 1e-2, torch.float64: 1e-9}, estimate_s=30.0),),
+        (
+            acceptance.Check(
+                "fake",
+                slow_check,
+                (torch.float32, torch.bfloat16, torch.float64),
+                {torch.float32: 1e-3, torch.bfloat16: 1e-2, torch.float64: 1e-9},
+                estimate_s=30.0,
+            ),
+        ),
     )
     monkeypatch.setattr(acceptance, "MEASURES", (acceptance.MEASURES[0],))
     snapshots: list[dict[str, Any]] = []
@@ -74,7 +82,8 @@ def test_budget_skips_what_does_not_fit_and_json_is_partial_after_each_stage(tmp
     assert figures["skipped"] == ["fake_float64", "upipe_memory"]
     t = figures["targets"]
     assert t["check_fake_float32"]["met"] is True
-    assert t["check_fake_bfloat16"]["met"] is False and t["check_fake_bfloat16"]["value"] == 1.0
+    assert t["check_fake_bfloat16"]["met"] is False
+    assert t["check_fake_bfloat16"]["value"] == 1.0
     assert math.isnan(t["check_fake_float64"]["value"])
     assert math.isnan(t["upipe_memory.cuda_attn_peak_P2"]["value"])
     # partial JSON: written before anything ran, after each stage, and at the end; only the last is complete
@@ -97,7 +106,8 @@ def test_a_failing_path_is_recorded_and_the_run_goes_on(monkeypatch) -> None:
     figures = acceptance.run(args, torch.device("cpu"), acceptance.Budget(60.0), lambda f: None)
     assert figures["checks"]["broken_float32"]["ok"] is False
     assert "kernel crashed" in figures["checks"]["broken_float32"]["exception"]
-    assert figures["complete"] is True and figures["targets"]["check_broken_float32"]["met"] is False
+    assert figures["complete"] is True
+    assert figures["targets"]["check_broken_float32"]["met"] is False
 
 
 def test_measure_targets_are_read_from_a_script_record() -> None:
