@@ -31,6 +31,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -179,6 +180,7 @@ def _fit(callback: Any, steps: int, loader: Any, seed: int) -> None:
     seed_everything(seed, verbose=False)
     module = ClassifierModule(_mlp(), num_classes=10)
     trainer = Trainer(
+        default_root_dir=tempfile.mkdtemp(prefix="overhead_"),  # MagnitudePrune writes its JSON there
         max_steps=steps,
         max_epochs=1,
         logger=False,

@@ -12,11 +12,12 @@ Both operators are Euclidean projections onto a permutahedron, computed through 
 * soft sort: ``s_eps(theta) = P(rho / eps, theta)``, the values of ``theta`` sorted, smoothed.
 
 The isotonic regression is solved exactly, by one of two algorithms that give the same unique solution. Rows
-longer than ``PAV_MIN_LENGTH`` use the pool-adjacent-violators algorithm (scipy's compiled
-``scipy.optimize.isotonic_regression``, ``O(n)`` per row after the ``O(n log n)`` sort, one call per row).
-Shorter rows use the classical min-max formula (Barlow et al. 1972; Robertson, Wright and Dykstra 1988,
-Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a decreasing fit, a handful of batched tensor
-operations in ``O(n^2)`` time and memory per row that beat a per-row loop on large batches of short rows. The blocks of
+longer than ``PAV_MIN_LENGTH`` (0: every row, the measured crossover, ``benchmarks/overhead.py``) use
+pool-adjacent-violators, batched in torch: every round pools all adjacent violating blocks of every row at once,
+a few ``O(B n)`` tensor operations per round. The other path is the classical min-max formula (Barlow et al. 1972;
+Robertson, Wright and Dykstra 1988, Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a
+decreasing fit, in ``O(n^2)`` time and memory per row; it is kept as the independent reference the tests compare
+with. The blocks of
 the solution (maximal runs of equal values, the pools PAV would form) are then read off, and the returned
 values are recomputed as block means of the input. Differentiating those block means with the blocks held
 fixed gives the exact Jacobian of the isotonic regression (Blondel et al. 2020, Lemma 1: a block-diagonal
