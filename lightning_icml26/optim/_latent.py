@@ -74,10 +74,10 @@ def foreach_abs_power(ts: list[torch.Tensor], exponent: float) -> list[torch.Ten
     if exponent == 0:
         return [torch.ones_like(t) for t in ts]
     if n is None:
-        return torch._foreach_pow(torch._foreach_abs(ts), float(exponent))
+        return list(torch._foreach_pow(torch._foreach_abs(ts), float(exponent)))
     if n % 2 == 0:
-        return _foreach_int_power(torch._foreach_mul(ts, ts), n // 2)
-    return _foreach_int_power(torch._foreach_abs(ts), n)
+        return list(_foreach_int_power(list(torch._foreach_mul(ts, ts)), n // 2))
+    return list(_foreach_int_power(list(torch._foreach_abs(ts)), n))
 
 
 def foreach_signed_power(ts: list[torch.Tensor], exponent: float) -> list[torch.Tensor]:
@@ -92,10 +92,12 @@ def foreach_signed_power(ts: list[torch.Tensor], exponent: float) -> list[torch.
     """
     n = _integer(exponent)
     if n is None:
-        return torch._foreach_mul(torch._foreach_sign(ts), torch._foreach_pow(torch._foreach_abs(ts), float(exponent)))
+        return list(
+            torch._foreach_mul(torch._foreach_sign(ts), torch._foreach_pow(torch._foreach_abs(ts), float(exponent)))
+        )
     if n == 1:
         return [t.clone() for t in ts]
-    return torch._foreach_mul(foreach_abs_power(ts, n - 1), ts)
+    return list(torch._foreach_mul(foreach_abs_power(ts, n - 1), ts))
 
 
 def _check_number(name: str, value: Any) -> float:
