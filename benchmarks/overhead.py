@@ -211,9 +211,16 @@ def callback_rows(rounds: int, steps: int, seed: int) -> list[dict[str, Any]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in CALLBACKS:
+
+            def ours(name: str = name) -> None:
+                _fit(_callback(name), steps, loader, seed)
+
+            def plain() -> None:
+                _fit(None, steps, loader, seed)
+
             timing = interleaved(
-                lambda name=name: _fit(_callback(name), steps, loader, seed),
-                lambda: _fit(None, steps, loader, seed),
+                ours,
+                plain,
                 rounds,
                 min_seconds=1e-6,
             )
@@ -272,9 +279,14 @@ def soft_rank_rows(rounds: int, min_seconds: float, seed: int, sizes: tuple[int,
     for b, n in shapes:
         x = torch.randn(b, n, generator=gen)
         values = x[0] if b == 1 else x
-        timing = interleaved(
-            lambda values=values: soft_rank(values, 1.0), lambda values=values: torch.sort(values), rounds, min_seconds
-        )
+
+        def ours(values: torch.Tensor = values) -> Any:
+            return soft_rank(values, 1.0)
+
+        def plain(values: torch.Tensor = values) -> Any:
+            return torch.sort(values)
+
+        timing = interleaved(ours, plain, rounds, min_seconds)
         size = f"n={n}" if b == 1 else f"{b}x{n}"
         rows.append({"group": "op", "piece": "soft_rank", "against": "torch.sort", "size": size, **timing})
     return rows

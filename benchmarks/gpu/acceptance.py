@@ -144,8 +144,8 @@ def check_sdpa(device: torch.device, dtype: torch.dtype) -> float:
     gen = torch.Generator().manual_seed(1)
     q, k, v, up = torch.randn(4, 2, 8, 1024, 64, generator=gen).unbind(0)
 
-    def fn(*t: torch.Tensor) -> torch.Tensor:
-        return F.scaled_dot_product_attention(*t, is_causal=True)
+    def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     ref = _fwd_bwd(fn, [t.double() for t in (q, k, v)], up.double())
     got = _fwd_bwd(fn, [t.to(device, dtype) for t in (q, k, v)], up)
@@ -159,10 +159,14 @@ def check_isa_triton(device: torch.device, dtype: torch.dtype) -> float:
     gen = torch.Generator().manual_seed(2)
     n = 2048
     q, k, v, up = (t.to(device, dtype) for t in torch.randn(4, 1, 2 * n, 4, 64, generator=gen).unbind(0))
-    outs = [
-        _fwd_bwd(lambda *t, b=backend: isa_attention(*t, n, backend=b), [q, k, v], up)
-        for backend in ("triton", "torch")
-    ]
+
+    def run(backend: str) -> list[torch.Tensor]:
+        def fn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return isa_attention(q, k, v, n, backend=backend)
+
+        return _fwd_bwd(fn, [q, k, v], up)
+
+    outs = [run("triton"), run("torch")]
     return _grads_rel(outs)
 
 
@@ -183,7 +187,8 @@ def check_arm(device: torch.device, dtype: torch.dtype) -> float:
             _, cache = layer.prefill(*(t[:, :37].to(dev, dt) for t in (q, k, v)))
             steps = []
             for i in range(37, 40):
-                out, cache = layer.step(*(t[:, i : i + 1].to(dev, dt) for t in (q, k, v)), cache)
+                qi, ki, vi = (t[:, i : i + 1].to(dev, dt) for t in (q, k, v))
+                out, cache = layer.step(qi, ki, vi, cache)
                 steps.append(out)
         results.append([*full, torch.cat(steps, dim=1)])
     errors.append(_grads_rel(results))
@@ -288,7 +293,7 @@ def plan(minutes: float) -> list[dict[str, Any]]:
         }
         for c in CHECKS
     ]
-    left = minutes * 60 - sum(r["seconds"] for r in rows)
+    left = minutes * 60 - sum(c.estimate_s for c in CHECKS)
     for i, m in enumerate(MEASURES):
         share = max(m.min_minutes * 60, left / (len(MEASURES) - i)) if left > 0 else 0.0
         rows.append({"stage": m.name, "dtypes": "", "seconds": min(share, max(left, 0.0))})

@@ -54,11 +54,11 @@ def _foreach_int_power(base: list[torch.Tensor], n: int) -> list[torch.Tensor]:
     power = base  # callers pass tensors of their own: the first factor is returned as is, never written in place
     while True:
         if n & 1:
-            result = power if result is None else torch._foreach_mul(result, power)
+            result = power if result is None else list(torch._foreach_mul(result, power))
         n >>= 1
         if not n:
             break
-        power = torch._foreach_mul(power, power)
+        power = list(torch._foreach_mul(power, power))
     assert result is not None
     return result
 
@@ -206,5 +206,5 @@ def _foreach_adaptive_scale(ys: list[torch.Tensor], K: float, M: float, eps: flo
     if eps > 0:
         u = foreach_abs_power(ys, K - 1)
         torch._foreach_mul_(u, float(K))
-        scale = torch._foreach_div(torch._foreach_mul(scale, u), torch._foreach_add(u, float(eps)))
+        scale = list(torch._foreach_div(torch._foreach_mul(scale, u), torch._foreach_add(u, float(eps))))
     return scale

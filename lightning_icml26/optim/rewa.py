@@ -212,7 +212,7 @@ class ReWASGD(_ReWABase):
     def _step_group_foreach(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
         """The update of one group with multi-tensor ops: the same arithmetic as the loop, element for element."""
         lr, wd, mu = group["lr"], group["weight_decay"], group["momentum"]
-        grads = [p.grad for p in params]
+        grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
         if group["reparameterize"]:
             ys = [self._latent(p, group) for p in params]
             d = _foreach_adaptive_scale(ys, group["K"], group["M"], group["eps"])
@@ -221,7 +221,7 @@ class ReWASGD(_ReWABase):
                 torch._foreach_add_(d, ys, alpha=wd)
         else:
             ys = [p.detach() for p in params]
-            d = torch._foreach_add(grads, ys, alpha=wd) if wd != 0 else list(grads)
+            d = list(torch._foreach_add(grads, ys, alpha=wd)) if wd != 0 else list(grads)
         if mu != 0:
             states = [self.state[p] for p in params]
             bufs = [st.get("momentum_buffer") for st in states]
@@ -234,7 +234,7 @@ class ReWASGD(_ReWABase):
                 torch._foreach_mul_(olds, mu)
                 torch._foreach_add_(olds, [d[i] for i in old], alpha=1 - group["dampening"])
             bufs = [st["momentum_buffer"] for st in states]
-            d = torch._foreach_add(d, bufs, alpha=mu) if group["nesterov"] else bufs
+            d = list(torch._foreach_add(d, bufs, alpha=mu)) if group["nesterov"] else bufs
         torch._foreach_add_(ys, d, alpha=-lr)
         if group["reparameterize"]:
             torch._foreach_copy_(params, foreach_signed_power(ys, group["K"]))
@@ -358,7 +358,7 @@ class ReWAAdamW(_ReWABase):
         """The update of one group with multi-tensor ops: the same arithmetic as the loop, element for element."""
         lr, wd = group["lr"], group["weight_decay"]
         beta1, beta2 = group["betas"]
-        grads = [p.grad for p in params]
+        grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
         if group["reparameterize"]:
             zs = [self._latent(p, group) for p in params]
             g = _foreach_adaptive_scale(zs, group["K"], group["M"], group["eps"])
