@@ -14,7 +14,8 @@ Both operators are Euclidean projections onto a permutahedron, computed through 
 The isotonic regression is solved exactly, by one of two algorithms that give the same unique solution. Rows
 longer than ``PAV_MIN_LENGTH`` (0: every row, the measured crossover, ``benchmarks/overhead.py``) use
 pool-adjacent-violators, batched in torch: every round pools all adjacent violating blocks of every row at once,
-a few ``O(B n)`` tensor operations per round. The other path is the classical min-max formula (Barlow et al. 1972;
+a few ``O(B n)`` tensor operations per round (up to ``SCIPY_MAX_ROWS`` rows of at least ``SCIPY_MIN_LENGTH``:
+scipy's compiled PAV, one call per row). The other path is the classical min-max formula (Barlow et al. 1972;
 Robertson, Wright and Dykstra 1988, Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a
 decreasing fit, in ``O(n^2)`` time and memory per row; it is kept as the independent reference the tests compare
 with. The blocks of
@@ -29,13 +30,18 @@ an element of the generalised Jacobian.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from scipy.optimize import isotonic_regression
 
 __all__ = ["isotonic_regression_decreasing", "soft_rank", "soft_sort"]
 
 _DIRECTIONS = ("ascending", "descending")
 # Rows longer than this use pool-adjacent-violators (O(n)); shorter ones the batched O(n^2) min-max formula.
 PAV_MIN_LENGTH = 0
+# A few long rows: scipy's compiled PAV, one call per row, beats the batched rounds' fixed cost (measured, overhead.py:
+# one row of 256 or 1,024); many rows: the batched rounds win (256 rows of 100: 5x torch.sort against 17x).
+SCIPY_MAX_ROWS, SCIPY_MIN_LENGTH = 4, 129
 
 
 def _check(values: torch.Tensor, regularization_strength: float, direction: str) -> None:
@@ -54,8 +60,20 @@ def _check(values: torch.Tensor, regularization_strength: float, direction: str)
 def _pool_ids(y: torch.Tensor) -> torch.Tensor:
     """Pool (block) index of every position of the decreasing isotonic regression of ``y`` (shape (B, n))."""
     if y.shape[-1] > PAV_MIN_LENGTH:
+        if y.shape[0] <= SCIPY_MAX_ROWS and y.shape[-1] >= SCIPY_MIN_LENGTH:
+            return _pool_ids_scipy(y)
         return _pool_ids_pav(y)
     return _pool_ids_min_max(y)
+
+
+def _pool_ids_scipy(y: torch.Tensor) -> torch.Tensor:
+    """:func:`_pool_ids` by scipy's pool-adjacent-violators, one row at a time: ``O(n)`` per row."""
+    rows = y.detach().to(torch.float64).cpu().numpy()
+    ids = np.empty(rows.shape, dtype=np.int64)
+    for b, row in enumerate(rows):
+        starts = isotonic_regression(row, increasing=False).blocks
+        ids[b] = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    return torch.from_numpy(ids).to(y.device)
 
 
 def _pool_ids_pav(y: torch.Tensor) -> torch.Tensor:

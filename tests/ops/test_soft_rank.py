@@ -169,3 +169,21 @@ def test_batched_pav_matches_scipy_isotonic_regression() -> None:
     for row, fit in zip(rows.double().numpy(), got, strict=True):
         expected = torch.from_numpy(isotonic_regression(row, increasing=False).x.copy())
         torch.testing.assert_close(fit, expected, rtol=0, atol=1e-12)
+
+
+def test_scipy_path_for_few_long_rows_equals_batched_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few long rows go through scipy's PAV; the batched path gives the same values and gradients."""
+    values = torch.randn(2, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    upstream = torch.randn(2, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+
+    def ranks_and_grad(max_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        monkeypatch.setattr(soft_rank_module, "SCIPY_MAX_ROWS", max_rows)
+        x = values.clone().requires_grad_(True)
+        out = soft_rank(x, regularization_strength=0.5)
+        (out * upstream).sum().backward()
+        assert x.grad is not None
+        return out.detach(), x.grad
+
+    scipy_path, batched = ranks_and_grad(4), ranks_and_grad(0)
+    torch.testing.assert_close(scipy_path[0], batched[0], rtol=0, atol=1e-9)
+    torch.testing.assert_close(scipy_path[1], batched[1], rtol=0, atol=1e-9)
