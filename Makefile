@@ -72,5 +72,9 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# one CUDA GPU, about 10 minutes: every CUDA path against its reference, then the headline rows (partial JSON)
+gpu-check: install
+	$(BIN)/python -m benchmarks.gpu.acceptance --json benchmarks/results/gpu_acceptance.json
+
 clean:
 	rm -rf $(VENV) outputs .pytest_cache .mypy_cache .ruff_cache

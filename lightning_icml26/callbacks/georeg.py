@@ -38,6 +38,8 @@ class GeoReg(Callback):
         cov_eps: covariance ridge of the penalty.
         area_eps: area offset inside the log.
         seed: base seed of the class-triplet draws.
+        log_on_step: also log ``georeg`` at every step (``on_step=True``); by default the callback logs the
+            epoch's mean penalty once, at the end of each training epoch, which costs nothing per step.
 
     Attributes:
         skipped: micro-batches skipped because they held fewer than three classes.
@@ -57,7 +59,10 @@ class GeoReg(Callback):
         cov_eps: float = 1e-4,
         area_eps: float = 1e-6,
         seed: int = 0,
+        log_on_step: bool = False,
     ) -> None:
+        if not isinstance(log_on_step, bool):
+            raise TypeError(f"log_on_step must be a bool, got {log_on_step!r}")
         if weight < 0:
             raise ValueError(f"weight must be >= 0, got {weight}")
         if not isinstance(target, int | str) and not callable(target):
@@ -69,12 +74,20 @@ class GeoReg(Callback):
         self.step = 0
         self.skipped = 0
         self.applied = 0
-        self.last_penalty: float | None = None
+        self.log_on_step = log_on_step
+        self._last_penalty: Tensor | None = None
+        self._epoch_sum: Tensor | None = None
+        self._epoch_count = 0
         self._handle: RemovableHandle | None = None
         self._active = False
         self._features: Tensor | None = None
         self._module: LightningModule | None = None
         self._rank = 0
+
+    @property
+    def last_penalty(self) -> float | None:
+        """The penalty of the last regularised micro-batch (read on demand: no device sync per step)."""
+        return None if self._last_penalty is None else float(self._last_penalty)
 
     def labels(self, batch: Any) -> Tensor:
         """Read the labels of ``batch`` as configured by ``target``."""
@@ -140,8 +153,11 @@ class GeoReg(Callback):
                 self.skipped += 1
                 return out
             self.applied += 1
-            self.last_penalty = float(pen.detach())
-            pl_module.log("georeg", pen.detach(), on_step=True, on_epoch=True)
+            self._last_penalty = pen.detach()
+            self._epoch_sum = self._last_penalty if self._epoch_sum is None else self._epoch_sum + self._last_penalty
+            self._epoch_count += 1
+            if self.log_on_step:
+                pl_module.log("georeg", self._last_penalty, on_step=True, on_epoch=True)
             extra = self.weight * pen
             if isinstance(out, Tensor):
                 return out + extra
@@ -152,6 +168,15 @@ class GeoReg(Callback):
             )
 
         pl_module.training_step = training_step  # type: ignore[method-assign]
+
+    def on_train_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        """Start the epoch's penalty sum."""
+        self._epoch_sum, self._epoch_count = None, 0
+
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        """Log the epoch's mean penalty as ``georeg`` (per step too with ``log_on_step``, logged by the step)."""
+        if self._epoch_sum is not None and not self.log_on_step:
+            pl_module.log("georeg", self._epoch_sum / self._epoch_count, on_step=False, on_epoch=True)
 
     def _restore(self) -> None:
         if self._handle is not None:

@@ -295,6 +295,7 @@ class MagnitudePrune(Callback):
         self.threshold_used: float | None = None
         self.sweep_results: list[dict[str, float]] = []
         self._masks: dict[str, torch.Tensor] = {}
+        self._cast_masks: list[torch.Tensor] = []  # the masks in their weights' dtype, rebuilt when masks change
 
     @override
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -321,16 +322,29 @@ class MagnitudePrune(Callback):
             else global_magnitude_threshold(weights.values(), self.amount or 0.0)
         )
         self._masks = magnitude_masks(weights, thr)
+        self._cast_masks = []
         self._apply_masks(module)
         self.pruned = True
         self.threshold_used = float(thr)
         return float(thr)
 
+    def _mask_pairs(self, module: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The masked weights and their masks in the weights' dtype and device (converted once, then cached)."""
+        weights = select_weights(module, self.include)
+        ws = [weights[name] for name in self._masks]
+        cached = self._cast_masks
+        stale = len(cached) != len(ws) or any(
+            m.device != w.device or m.dtype != w.dtype for m, w in zip(cached, ws, strict=True)
+        )
+        if stale:
+            cached = [mask.to(device=w.device, dtype=w.dtype) for mask, w in zip(self._masks.values(), ws, strict=True)]
+            self._cast_masks = cached
+        return ws, cached
+
     @torch.no_grad()
     def _apply_masks(self, module: nn.Module) -> None:
-        weights = select_weights(module, self.include)
-        for name, mask in self._masks.items():
-            weights[name].mul_(mask.to(weights[name].device))
+        ws, masks = self._mask_pairs(module)
+        torch._foreach_mul_([w.detach() for w in ws], masks)
 
     @override
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -341,16 +355,19 @@ class MagnitudePrune(Callback):
         elif self.pruned and not self._masks:
             # resumed from a checkpoint: the weights already carry the zeros, the fixed mask is read from them
             self._masks = {name: w.detach() != 0 for name, w in select_weights(pl_module, self.include).items()}
+            self._cast_masks = []
 
     @override
     def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not self._masks:
             return
-        weights = select_weights(pl_module, self.include)
-        for name, mask in self._masks.items():
-            grad = weights[name].grad
-            if grad is not None:
-                grad.mul_(mask.to(grad.device))
+        ws, masks = self._mask_pairs(pl_module)
+        pairs = [(w.grad, m) for w, m in zip(ws, masks, strict=True) if w.grad is not None and w.grad.dtype == m.dtype]
+        if pairs:
+            torch._foreach_mul_([g for g, _ in pairs], [m for _, m in pairs])
+        for w, mask in zip(ws, self._masks.values(), strict=True):  # a gradient in another dtype than its weight
+            if w.grad is not None and w.grad.dtype != w.dtype:
+                w.grad.mul_(mask.to(w.grad.device))
 
     @override
     def on_train_batch_end(

@@ -12,11 +12,13 @@ Both operators are Euclidean projections onto a permutahedron, computed through 
 * soft sort: ``s_eps(theta) = P(rho / eps, theta)``, the values of ``theta`` sorted, smoothed.
 
 The isotonic regression is solved exactly, by one of two algorithms that give the same unique solution. Rows
-longer than ``PAV_MIN_LENGTH`` use the pool-adjacent-violators algorithm (scipy's compiled
-``scipy.optimize.isotonic_regression``, ``O(n)`` per row after the ``O(n log n)`` sort, one call per row).
-Shorter rows use the classical min-max formula (Barlow et al. 1972; Robertson, Wright and Dykstra 1988,
-Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a decreasing fit, a handful of batched tensor
-operations in ``O(n^2)`` time and memory per row that beat a per-row loop on large batches of short rows. The blocks of
+longer than ``PAV_MIN_LENGTH`` (0: every row, the measured crossover, ``benchmarks/overhead.py``) use
+pool-adjacent-violators, batched in torch: every round pools all adjacent violating blocks of every row at once,
+a few ``O(B n)`` tensor operations per round (up to ``SCIPY_MAX_ROWS`` rows of at least ``SCIPY_MIN_LENGTH``:
+scipy's compiled PAV, one call per row). The other path is the classical min-max formula (Barlow et al. 1972;
+Robertson, Wright and Dykstra 1988, Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a
+decreasing fit, in ``O(n^2)`` time and memory per row; it is kept as the independent reference the tests compare
+with. The blocks of
 the solution (maximal runs of equal values, the pools PAV would form) are then read off, and the returned
 values are recomputed as block means of the input. Differentiating those block means with the blocks held
 fixed gives the exact Jacobian of the isotonic regression (Blondel et al. 2020, Lemma 1: a block-diagonal
@@ -36,7 +38,10 @@ __all__ = ["isotonic_regression_decreasing", "soft_rank", "soft_sort"]
 
 _DIRECTIONS = ("ascending", "descending")
 # Rows longer than this use pool-adjacent-violators (O(n)); shorter ones the batched O(n^2) min-max formula.
-PAV_MIN_LENGTH = 128
+PAV_MIN_LENGTH = 0
+# A few long rows: scipy's compiled PAV, one call per row, beats the batched rounds' fixed cost (measured, overhead.py:
+# one row of 256 or 1,024); many rows: the batched rounds win (256 rows of 100: 5x torch.sort against 17x).
+SCIPY_MAX_ROWS, SCIPY_MIN_LENGTH = 4, 129
 
 
 def _check(values: torch.Tensor, regularization_strength: float, direction: str) -> None:
@@ -55,18 +60,50 @@ def _check(values: torch.Tensor, regularization_strength: float, direction: str)
 def _pool_ids(y: torch.Tensor) -> torch.Tensor:
     """Pool (block) index of every position of the decreasing isotonic regression of ``y`` (shape (B, n))."""
     if y.shape[-1] > PAV_MIN_LENGTH:
+        if y.shape[0] <= SCIPY_MAX_ROWS and y.shape[-1] >= SCIPY_MIN_LENGTH:
+            return _pool_ids_scipy(y)
         return _pool_ids_pav(y)
     return _pool_ids_min_max(y)
 
 
-def _pool_ids_pav(y: torch.Tensor) -> torch.Tensor:
-    """:func:`_pool_ids` by pool-adjacent-violators (scipy), one row at a time: ``O(n)`` per row."""
+def _pool_ids_scipy(y: torch.Tensor) -> torch.Tensor:
+    """:func:`_pool_ids` by scipy's pool-adjacent-violators, one row at a time: ``O(n)`` per row."""
     rows = y.detach().to(torch.float64).cpu().numpy()
     ids = np.empty(rows.shape, dtype=np.int64)
     for b, row in enumerate(rows):
         starts = isotonic_regression(row, increasing=False).blocks
         ids[b] = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
     return torch.from_numpy(ids).to(y.device)
+
+
+def _pool_ids_pav(y: torch.Tensor) -> torch.Tensor:
+    """:func:`_pool_ids` by pool-adjacent-violators, batched: every row's violating neighbours are pooled at once.
+
+    Start from one block per position; each round computes the block means and pools every pair of adjacent blocks
+    whose means violate the decreasing order (left mean at most the right one, up to the same ``1e-9`` relative
+    tolerance the min-max path reads its pools with), then repeats until no pair violates. Pooling adjacent
+    violators in any order reaches the unique solution (Barlow et al. 1972), and a run of increasing means pooled
+    together is such an order (pooling a run's first two blocks leaves it increasing). Each round is a few
+    ``O(B n)`` tensor operations over the whole batch; a round removes at least one block per row that has a
+    violation, and on soft-rank inputs a handful of rounds suffice.
+    """
+    b, n = y.shape
+    with torch.no_grad():
+        yd = y.detach().to(torch.float64)
+        tol = 1e-9 * yd.abs().amax(-1, keepdim=True).clamp_min(1.0)
+        ids = torch.arange(n, device=y.device).expand(b, n)
+        starts = torch.ones(b, n - 1, dtype=torch.bool, device=y.device)  # a block starts at position i + 1
+        ones = torch.ones_like(yd)
+        while True:
+            sums = torch.zeros_like(yd).scatter_add_(-1, ids, yd)
+            counts = torch.zeros_like(yd).scatter_add_(-1, ids, ones).clamp_min_(1.0)
+            mean = sums.div_(counts).gather(-1, ids)
+            merge = mean[:, :-1] <= mean[:, 1:].add_(tol)
+            merge &= starts
+            if not bool(merge.any()):
+                return ids
+            starts &= ~merge
+            ids = torch.nn.functional.pad(starts.cumsum(-1), (1, 0))
 
 
 def _pool_ids_min_max(y: torch.Tensor) -> torch.Tensor:

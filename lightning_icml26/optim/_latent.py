@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
-__all__ = ["Closure", "latent_dtype", "signed_power"]
+__all__ = ["Closure", "foreach_abs_power", "foreach_signed_power", "latent_dtype", "signed_power"]
 
 
 Closure = Callable[[], Any]
@@ -35,7 +35,69 @@ def signed_power(t: torch.Tensor, exponent: float) -> torch.Tensor:
         >>> signed_power(torch.tensor([-8.0, 0.0, 27.0]), 1 / 3)
         tensor([-2.,  0.,  3.])
     """
-    return torch.sign(t) * t.abs().pow(exponent)
+    return foreach_signed_power([t], exponent)[0]
+
+
+def _integer(exponent: float) -> int | None:
+    """``exponent`` as an int when it is a whole number in ``[1, 64]`` (computed by multiplies), else ``None``."""
+    as_int = int(exponent) if float(exponent).is_integer() else None
+    return as_int if as_int is not None and 1 <= as_int <= 64 else None
+
+
+def _foreach_int_power(base: list[torch.Tensor], n: int) -> list[torch.Tensor]:
+    """``b ** n`` for every ``b`` of ``base`` (new tensors), by binary exponentiation with foreach multiplies.
+
+    Multiplies are correctly rounded elementwise, so the result is bit-for-bit the same for one tensor or a list,
+    whichever kernel runs them; a chain of ``log2(n)`` multiplies costs a fraction of ``pow`` with a float exponent.
+    """
+    result: list[torch.Tensor] | None = None
+    power = base  # callers pass tensors of their own: the first factor is returned as is, never written in place
+    while True:
+        if n & 1:
+            result = power if result is None else list(torch._foreach_mul(result, power))
+        n >>= 1
+        if not n:
+            break
+        power = list(torch._foreach_mul(power, power))
+    assert result is not None
+    return result
+
+
+def foreach_abs_power(ts: list[torch.Tensor], exponent: float) -> list[torch.Tensor]:
+    """``|t| ** exponent`` for every tensor of ``ts`` (new tensors); whole exponents by multiplies.
+
+    Example:
+        >>> foreach_abs_power([torch.tensor([-2.0, 3.0])], 2.0)
+        [tensor([4., 9.])]
+    """
+    n = _integer(exponent)
+    if exponent == 0:
+        return [torch.ones_like(t) for t in ts]
+    if n is None:
+        return list(torch._foreach_pow(torch._foreach_abs(ts), float(exponent)))
+    if n % 2 == 0:
+        return list(_foreach_int_power(list(torch._foreach_mul(ts, ts)), n // 2))
+    return list(_foreach_int_power(list(torch._foreach_abs(ts)), n))
+
+
+def foreach_signed_power(ts: list[torch.Tensor], exponent: float) -> list[torch.Tensor]:
+    """``sign(t) * |t| ** exponent`` for every tensor of ``ts`` (new tensors): :func:`signed_power` on a list.
+
+    A whole exponent ``K`` is computed as ``t * |t| ** (K - 1)`` with multiplies (``|t| ** (K - 1)`` from ``t * t``
+    when ``K - 1`` is even), so a sign never needs to be taken; other exponents use ``pow``.
+
+    Example:
+        >>> foreach_signed_power([torch.tensor([-2.0, 0.0, 1.5])], 3.0)
+        [tensor([-8.0000,  0.0000,  3.3750])]
+    """
+    n = _integer(exponent)
+    if n is None:
+        return list(
+            torch._foreach_mul(torch._foreach_sign(ts), torch._foreach_pow(torch._foreach_abs(ts), float(exponent)))
+        )
+    if n == 1:
+        return [t.clone() for t in ts]
+    return list(torch._foreach_mul(foreach_abs_power(ts, n - 1), ts))
 
 
 def _check_number(name: str, value: Any) -> float:
@@ -135,9 +197,14 @@ def _sgd_direction(
 
 
 def _adaptive_scale(y: torch.Tensor, K: float, M: float, eps: float) -> torch.Tensor:
-    ay = y.abs()
-    scale = ay.pow(M)
+    return _foreach_adaptive_scale([y], K, M, eps)[0]
+
+
+def _foreach_adaptive_scale(ys: list[torch.Tensor], K: float, M: float, eps: float) -> list[torch.Tensor]:
+    """ReWA's per-coordinate scale ``|y|^M`` (times ``u / (u + eps)``, ``u = K |y|^(K-1)``, when ``eps > 0``)."""
+    scale = foreach_abs_power(ys, M)
     if eps > 0:
-        u = K * ay.pow(K - 1)
-        scale = scale * u / (u + eps)
+        u = foreach_abs_power(ys, K - 1)
+        torch._foreach_mul_(u, float(K))
+        scale = list(torch._foreach_div(torch._foreach_mul(scale, u), torch._foreach_add(u, float(eps))))
     return scale

@@ -53,8 +53,10 @@ from lightning_icml26.optim._latent import (
     _check_group_common,
     _check_number,
     _check_power,
+    _foreach_adaptive_scale,
     _LatentStateOptimizer,
     _sgd_direction,
+    foreach_signed_power,
     latent_dtype,
     signed_power,
 )
@@ -200,30 +202,67 @@ class ReWASGD(_ReWABase):
         """
         loss = self._evaluate_closure(closure)
         for group in self.param_groups:
-            lr, wd, mu = group["lr"], group["weight_decay"], group["momentum"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise TypeError("ReWASGD does not support sparse gradients")
-                state = self.state[p]
-                if not group["reparameterize"]:
-                    d = p.grad.to(latent_dtype(p.dtype))
-                    if wd != 0:
-                        d = d.add(p.detach().to(d.dtype), alpha=wd)
-                    d = _sgd_direction(state, d, mu, group["dampening"], group["nesterov"])
-                    p.add_(d.to(p.dtype), alpha=-lr)
-                    continue
-                y = self._latent(p, group)
-                g = p.grad.to(y.dtype)
-                d = g * _adaptive_scale(y, group["K"], group["M"], group["eps"])
-                if wd != 0:
-                    d.add_(y, alpha=wd)
-                d = _sgd_direction(state, d, mu, group["dampening"], group["nesterov"])
-                y.add_(d, alpha=-lr)
-                p.copy_(signed_power(y, group["K"]).to(p.dtype))
-                self._record_version(p, state)
+            params = _params_with_grad(group, "ReWASGD")
+            if _foreach_ready(params):
+                self._step_group_foreach(group, params)
+            else:
+                self._step_group_loop(group, params)
         return loss
+
+    def _step_group_foreach(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
+        """The update of one group with multi-tensor ops: the same arithmetic as the loop, element for element."""
+        lr, wd, mu = group["lr"], group["weight_decay"], group["momentum"]
+        grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
+        if group["reparameterize"]:
+            ys = [self._latent(p, group) for p in params]
+            d = _foreach_adaptive_scale(ys, group["K"], group["M"], group["eps"])
+            torch._foreach_mul_(d, grads)
+            if wd != 0:
+                torch._foreach_add_(d, ys, alpha=wd)
+        else:
+            ys = [p.detach() for p in params]
+            d = list(torch._foreach_add(grads, ys, alpha=wd)) if wd != 0 else list(grads)
+        if mu != 0:
+            states = [self.state[p] for p in params]
+            bufs = [st.get("momentum_buffer") for st in states]
+            old = [i for i, b in enumerate(bufs) if b is not None]
+            for i, b in enumerate(bufs):
+                if b is None:  # first step: buf = d, as torch.optim.SGD
+                    states[i]["momentum_buffer"] = d[i].clone()
+            if old:
+                olds = [bufs[i] for i in old]
+                torch._foreach_mul_(olds, mu)
+                torch._foreach_add_(olds, [d[i] for i in old], alpha=1 - group["dampening"])
+            bufs = [st["momentum_buffer"] for st in states]
+            d = list(torch._foreach_add(d, bufs, alpha=mu)) if group["nesterov"] else bufs
+        torch._foreach_add_(ys, d, alpha=-lr)
+        if group["reparameterize"]:
+            torch._foreach_copy_(params, foreach_signed_power(ys, group["K"]))
+            for p in params:
+                self._record_version(p, self.state[p])
+
+    def _step_group_loop(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
+        """The update of one group, one tensor at a time (parameters narrower than their float32 latent)."""
+        lr, wd, mu = group["lr"], group["weight_decay"], group["momentum"]
+        for p in params:
+            assert p.grad is not None
+            state = self.state[p]
+            if not group["reparameterize"]:
+                d = p.grad.to(latent_dtype(p.dtype))
+                if wd != 0:
+                    d = d.add(p.detach().to(d.dtype), alpha=wd)
+                d = _sgd_direction(state, d, mu, group["dampening"], group["nesterov"])
+                p.add_(d.to(p.dtype), alpha=-lr)
+                continue
+            y = self._latent(p, group)
+            g = p.grad.to(y.dtype)
+            d = g * _adaptive_scale(y, group["K"], group["M"], group["eps"])
+            if wd != 0:
+                d.add_(y, alpha=wd)
+            d = _sgd_direction(state, d, mu, group["dampening"], group["nesterov"])
+            y.add_(d, alpha=-lr)
+            p.copy_(signed_power(y, group["K"]).to(p.dtype))
+            self._record_version(p, state)
 
 
 class ReWAAdamW(_ReWABase):
@@ -300,38 +339,96 @@ class ReWAAdamW(_ReWABase):
         """
         loss = self._evaluate_closure(closure)
         for group in self.param_groups:
-            lr, wd = group["lr"], group["weight_decay"]
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise TypeError("ReWAAdamW does not support sparse gradients")
-                state = self.state[p]
-                if group["reparameterize"]:
-                    z = self._latent(p, group)
-                    g = p.grad.to(z.dtype) * _adaptive_scale(z, group["K"], group["M"], group["eps"])
-                else:
-                    z = p.detach().to(latent_dtype(p.dtype))
-                    g = p.grad.to(z.dtype)
-                if "exp_avg" not in state:
-                    state["exp_avg"] = torch.zeros_like(z)
-                    state["exp_avg_sq"] = torch.zeros_like(z)
-                    state["step"] = torch.tensor(0.0)
-                state["step"] += 1
-                t = float(state["step"])
-                m, v = state["exp_avg"], state["exp_avg_sq"]
-                m.lerp_(g, 1 - beta1)
-                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                z.mul_(1 - lr * wd)
-                denom = (v / (1 - beta2**t)).sqrt_().add_(group["adam_eps"])
-                z.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
-                if group["reparameterize"]:
-                    p.copy_(signed_power(z, group["K"]).to(p.dtype))
-                    self._record_version(p, state)
-                else:
-                    p.copy_(z.to(p.dtype))
+            params = _params_with_grad(group, "ReWAAdamW")
+            if _foreach_ready(params):
+                self._step_group_foreach(group, params)
+            else:
+                self._step_group_loop(group, params)
         return loss
+
+    def _moments(self, p: torch.Tensor, like: torch.Tensor) -> dict[str, Any]:
+        state = self.state[p]
+        if "exp_avg" not in state:
+            state["exp_avg"] = torch.zeros_like(like)
+            state["exp_avg_sq"] = torch.zeros_like(like)
+            state["step"] = torch.tensor(0.0)
+        return state
+
+    def _step_group_foreach(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
+        """The update of one group with multi-tensor ops: the same arithmetic as the loop, element for element."""
+        lr, wd = group["lr"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
+        if group["reparameterize"]:
+            zs = [self._latent(p, group) for p in params]
+            g = _foreach_adaptive_scale(zs, group["K"], group["M"], group["eps"])
+            torch._foreach_mul_(g, grads)
+        else:
+            zs = [p.detach() for p in params]  # float32 or wider: the parameter is its own latent
+            g = list(grads)
+        states = [self._moments(p, z) for p, z in zip(params, zs, strict=True)]
+        steps = [st["step"] for st in states]
+        torch._foreach_add_(steps, 1)
+        ts = [float(t) for t in steps]
+        ms, vs = [st["exp_avg"] for st in states], [st["exp_avg_sq"] for st in states]
+        torch._foreach_lerp_(ms, g, 1 - beta1)
+        torch._foreach_mul_(vs, beta2)
+        torch._foreach_addcmul_(vs, g, g, value=1 - beta2)
+        torch._foreach_mul_(zs, 1 - lr * wd)
+        denom = torch._foreach_div(vs, [1 - beta2**t for t in ts])
+        torch._foreach_sqrt_(denom)
+        torch._foreach_add_(denom, group["adam_eps"])
+        torch._foreach_addcdiv_(zs, ms, denom, [-lr / (1 - beta1**t) for t in ts])
+        if group["reparameterize"]:
+            torch._foreach_copy_(params, foreach_signed_power(zs, group["K"]))
+            for p in params:
+                self._record_version(p, self.state[p])
+
+    def _step_group_loop(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
+        """The update of one group, one tensor at a time (parameters narrower than their float32 latent)."""
+        lr, wd = group["lr"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        for p in params:
+            assert p.grad is not None
+            if group["reparameterize"]:
+                z = self._latent(p, group)
+                g = p.grad.to(z.dtype) * _adaptive_scale(z, group["K"], group["M"], group["eps"])
+            else:
+                z = p.detach().to(latent_dtype(p.dtype))
+                g = p.grad.to(z.dtype)
+            state = self._moments(p, z)
+            state["step"] += 1
+            t = float(state["step"])
+            m, v = state["exp_avg"], state["exp_avg_sq"]
+            m.lerp_(g, 1 - beta1)
+            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            z.mul_(1 - lr * wd)
+            denom = (v / (1 - beta2**t)).sqrt_().add_(group["adam_eps"])
+            z.addcdiv_(m, denom, value=-lr / (1 - beta1**t))
+            if group["reparameterize"]:
+                p.copy_(signed_power(z, group["K"]).to(p.dtype))
+                self._record_version(p, state)
+            else:
+                p.copy_(z.to(p.dtype))
+
+
+def _params_with_grad(group: dict[str, Any], name: str) -> list[torch.Tensor]:
+    params = [p for p in group["params"] if p.grad is not None]
+    for p in params:
+        if p.grad.is_sparse:
+            raise TypeError(f"{name} does not support sparse gradients")
+    return params
+
+
+def _foreach_ready(params: list[torch.Tensor]) -> bool:
+    """Multi-tensor path: every parameter (and its gradient) as wide as its latent, all on one device."""
+    if not params:
+        return False
+    device = params[0].device
+    return all(
+        latent_dtype(p.dtype) == p.dtype and p.grad is not None and p.grad.dtype == p.dtype and p.device == device
+        for p in params
+    )
 
 
 _NORM_TYPES: tuple[type[nn.Module], ...] = (

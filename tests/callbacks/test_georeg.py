@@ -192,3 +192,32 @@ def test_callback_gradients_under_ddp():
     for name, g in ref.items():
         torch.testing.assert_close(grads[0][name], g, rtol=1e-5, atol=1e-7)
         torch.testing.assert_close(grads[1][name], g, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("log_on_step", [False, True])
+def test_callback_logs_the_epoch_mean_penalty(log_on_step):
+    # two micro-batches of one step: the logged epoch value is the mean of the two penalties, computed here again
+    x, y = _batches(2)
+    model, reg = _Net(), GeoReg(feature_layer="features", weight=0.5, log_on_step=log_on_step)
+    trainer = Trainer(
+        max_steps=1,
+        accumulate_grad_batches=2,
+        callbacks=[reg],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+    )
+    ref = _Net()
+    ref.load_state_dict(model.state_dict())
+    pens = [float(georeg_penalty(ref.features(x[s : s + 6]), y[s : s + 6])[0]) for s in (0, 6)]
+    trainer.fit(model, DataLoader(TensorDataset(x, y), batch_size=6))
+    metrics = trainer.callback_metrics
+    key = "georeg_epoch" if log_on_step else "georeg"
+    assert float(metrics[key]) == pytest.approx(sum(pens) / 2, rel=1e-5)
+    assert reg.last_penalty == pytest.approx(pens[1], rel=1e-5)
+    assert ("georeg_step" in metrics) == log_on_step
+    with pytest.raises(TypeError, match="log_on_step"):
+        GeoReg(log_on_step=1)  # type: ignore[arg-type]

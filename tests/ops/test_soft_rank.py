@@ -155,3 +155,35 @@ def test_pav_path_gradcheck_and_large_n() -> None:
     big = _distinct((4000,), seed=5)  # gaps of at least 0.1
     ranks = soft_rank(big, regularization_strength=0.01)  # eps far below the gaps: the hard ranks
     torch.testing.assert_close(ranks, torch.argsort(torch.argsort(big)).double() + 1)
+
+
+def test_batched_pav_matches_scipy_isotonic_regression() -> None:
+    """The batched PAV (every row, every round at once) against scipy's sequential PAV, row by row, ties included."""
+    from scipy.optimize import isotonic_regression
+
+    gen = torch.Generator().manual_seed(7)
+    rows = torch.cat([torch.randn(20, 64, generator=gen), torch.round(torch.randn(20, 64, generator=gen) * 2)])
+    rows[0] = torch.arange(64.0)  # fully increasing: one pool
+    rows[1] = -torch.arange(64.0)  # already decreasing: no pooling
+    got = isotonic_regression_decreasing(rows.double())
+    for row, fit in zip(rows.double().numpy(), got, strict=True):
+        expected = torch.from_numpy(isotonic_regression(row, increasing=False).x.copy())
+        torch.testing.assert_close(fit, expected, rtol=0, atol=1e-12)
+
+
+def test_scipy_path_for_few_long_rows_equals_batched_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few long rows go through scipy's PAV; the batched path gives the same values and gradients."""
+    values = torch.randn(2, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    upstream = torch.randn(2, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+
+    def ranks_and_grad(max_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        monkeypatch.setattr(soft_rank_module, "SCIPY_MAX_ROWS", max_rows)
+        x = values.clone().requires_grad_(True)
+        out = soft_rank(x, regularization_strength=0.5)
+        (out * upstream).sum().backward()
+        assert x.grad is not None
+        return out.detach(), x.grad
+
+    scipy_path, batched = ranks_and_grad(4), ranks_and_grad(0)
+    torch.testing.assert_close(scipy_path[0], batched[0], rtol=0, atol=1e-9)
+    torch.testing.assert_close(scipy_path[1], batched[1], rtol=0, atol=1e-9)
