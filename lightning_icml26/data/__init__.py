@@ -26,6 +26,7 @@ from lightning_icml26.data.movie_genres import MovieGenreFeatures
 from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
 from lightning_icml26.data.pbscm import PBSCMDataModule, PBSCMGraphs
 from lightning_icml26.data.recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
+from lightning_icml26.data.recourse_tables import RecourseTable, load_recourse_table, make_credit
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.selfplay import (
     CategoricalQuestioner,
@@ -61,6 +62,9 @@ __all__ = [
     "RECALL_TASKS",
     "RecallDataModule",
     "RecallDataset",
+    "RecourseTable",
+    "load_recourse_table",
+    "make_credit",
     "HierarchicalBatchSampler",
     "make_value_texts",
     "ValueTextCorpus",
