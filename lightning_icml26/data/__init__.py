@@ -20,6 +20,7 @@ from lightning_icml26.data.forecasts import (
 )
 from lightning_icml26.data.graph_substrate import GraphSubstrateDataModule
 from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_rollouts
+from lightning_icml26.data.irt_judges import SimulatedJudge, degraded_docstrings, simulate_judge
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
@@ -63,6 +64,9 @@ __all__ = [
     "RecallDataModule",
     "RecallDataset",
     "RecourseTable",
+    "SimulatedJudge",
+    "degraded_docstrings",
+    "simulate_judge",
     "load_recourse_table",
     "make_credit",
     "HierarchicalBatchSampler",
