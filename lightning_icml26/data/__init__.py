@@ -27,11 +27,13 @@ from lightning_icml26.data.forecasts import (
     make_forecasting_task,
 )
 from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_rollouts
+from lightning_icml26.data.irt_judges import SimulatedJudge, degraded_docstrings, simulate_judge
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
 from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
 from lightning_icml26.data.recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
+from lightning_icml26.data.recourse_tables import RecourseTable, load_recourse_table, make_credit
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.selfplay import (
     CategoricalQuestioner,
@@ -78,6 +80,12 @@ __all__ = [
     "RECALL_TASKS",
     "RecallDataModule",
     "RecallDataset",
+    "RecourseTable",
+    "SimulatedJudge",
+    "degraded_docstrings",
+    "simulate_judge",
+    "load_recourse_table",
+    "make_credit",
     "HierarchicalBatchSampler",
     "make_value_texts",
     "ValueTextCorpus",

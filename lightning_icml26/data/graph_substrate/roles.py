@@ -65,6 +65,11 @@ def _yes(flag: bool) -> str:
     return "Yes" if flag else "No"
 
 
+def _domain(kind: str) -> str:
+    """The tag domain of a graph kind: ``scene_graph`` for scene graphs, ``<kind>_graph`` otherwise."""
+    return "scene_graph" if kind == "scene" else f"{kind}_graph"
+
+
 def _path_text(path: list[Any]) -> str:
     return " -> ".join(str(n) for n in path)
 
@@ -112,7 +117,7 @@ class RoleTaskGenerator:
         if graph.number_of_nodes() < 2:
             raise ValueError(f"graph must have at least 2 nodes, got {graph.number_of_nodes()}")
         nodes = list(graph.nodes)
-        tag = f"{'scene_graph' if kind == 'scene' else kind + '_graph'}:graph_search"
+        tag = f"{_domain(kind)}:graph_search"
         ser = GraphSchemaSerializer(kind)
         if task == "neighbors":
             u = self.rng.choice(nodes)
@@ -234,7 +239,8 @@ class RoleTaskGenerator:
             else:
                 candidate[index] = f"({ser.render_node(graph, u)}, UNRELATED_TO, {ser.render_node(graph, v)})"
                 steps = [f"{candidate[index]} relabels the graph's fact {facts[index]}."]
-        prompt = ser.serialize(graph, task="scene_graph:consistency") + "\nCandidate facts:\n" + "\n".join(candidate)
+        tag = f"{_domain(kind)}:consistency"
+        prompt = ser.serialize(graph, task=tag) + "\nCandidate facts:\n" + "\n".join(candidate)
         prompt += "\nQ: Are the candidate facts exactly the graph's facts?"
         return self._make(
             "consistency",

@@ -16,6 +16,7 @@ from typing import Any
 from lightning_icml26._optional import require
 from lightning_icml26.data.rl.minatar import (
     GAMES,
+    FrameRules,
     MinAtarEpisodes,
     PatchCodebook,
     collect_minatar,
@@ -46,6 +47,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "FrameRules",
     "GAMES",
     "LOSSES",
     "MinAtarEpisodes",

@@ -146,6 +146,19 @@ def test_each_mutation_changes_exactly_one_fact(mutation: str) -> None:
     assert same.meta["candidate"] == same.meta["facts"]
 
 
+@pytest.mark.parametrize("kind", ["undirected", "weighted", "flow", "matching", "molecule", "scene", "event"])
+def test_consistency_tag_names_the_graph_kind(kind: str) -> None:
+    # The task tag of a consistency prompt names the domain of the graph it shows, as the traversal prompts do
+    # (the official generator writes `[scene_graph:consistency]` because it only verifies scene graphs).
+    gen = RoleTaskGenerator(seed=9)
+    graph = next(g for g in _graphs(kind, count=10, p=0.5) if g.number_of_edges() > 0)
+    domain = "scene_graph" if kind == "scene" else f"{kind}_graph"
+    consistency_tag = parse_graph_schema(gen.consistency(graph, kind).prompt.split("\nCandidate facts:")[0]).task
+    traversal_tag = parse_graph_schema(gen.traversal(graph, kind, "cycle").prompt.split("\nQ: ")[0]).task
+    assert consistency_tag == f"{domain}:consistency"
+    assert traversal_tag == f"{domain}:graph_search"
+
+
 def test_extraction_answer_is_the_fact_list() -> None:
     g = _graphs("scene", count=1)[0]
     task = RoleTaskGenerator(seed=6).extraction(g, "scene")
