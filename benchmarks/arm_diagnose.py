@@ -65,7 +65,7 @@ from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import make_recall_batch
 from lightning_icml26.modules import ARMDecoder
 from lightning_icml26.ops.attention import ARMAttention, read_cost_at
-from lightning_icml26.ops.attention.arm_memory import gumbel_select
+from lightning_icml26.ops.attention.kv_memory.arm_memory import gumbel_select
 
 SEQ, PAIRS, BUDGET = 64, 8, 32
 

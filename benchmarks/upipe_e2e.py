@@ -105,7 +105,7 @@ def _measure(rank: int, world: int, model: str, method: str, cfg: dict[str, Any]
     from lightning_icml26.distributed import sequence_shard_indices
     from lightning_icml26.ops import route_attention
     from lightning_icml26.ops.attention import LiveBytesTracker, UPipeAttention
-    from lightning_icml26.ops.attention.hf_fused import FusedHFAttentionForward
+    from lightning_icml26.ops.attention.context_parallel.upipe_hf import FusedHFAttentionForward
 
     seq = cfg["seq_len"]
     data = load_stdlib_bytes(max_bytes=2 * (seq + 1)).long()

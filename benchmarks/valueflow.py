@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.algorithms import RankingJudge, evaluate_with_judge, steering_prompt
-from lightning_icml26.algorithms.anchor_intensity import (
+from lightning_icml26.algorithms.valueflow_intensity import (
     borda_interpolation,
     estimate_intensity,
     pl_log_likelihood,

@@ -6,13 +6,13 @@ causal discovery on count data (``algorithms.causal``).
 
 from __future__ import annotations
 
-from lightning_icml26.algorithms.anchor_intensity import (
+from lightning_icml26.algorithms.valueflow_intensity import (
     borda_interpolation,
     estimate_intensity,
     sample_anchors,
     solve_response_utility,
 )
-from lightning_icml26.algorithms.anchor_judge import RankingJudge, evaluate_with_judge, steering_prompt
+from lightning_icml26.algorithms.valueflow_judge import RankingJudge, evaluate_with_judge, steering_prompt
 from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
@@ -34,7 +34,7 @@ from lightning_icml26.algorithms.fairness import (
     check_criterion,
     fairness_frontier,
 )
-from lightning_icml26.algorithms.imagination import ImaginationConfig, TokenPolicy, imagine, train_in_imagination
+from lightning_icml26.algorithms.itc_imagination import ImaginationConfig, TokenPolicy, imagine, train_in_imagination
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
 from lightning_icml26.algorithms.novelty import (
     CalibratedSeenDetector,

@@ -23,9 +23,9 @@ from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
-from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
+from lightning_icml26.data.isa_moving_shapes import MovingShapesEditDataModule, make_edit_clips
 from lightning_icml26.data.pbscm import PBSCMDataModule, PBSCMGraphs
-from lightning_icml26.data.recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
+from lightning_icml26.data.arm_recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.selfplay import (
     CategoricalQuestioner,
@@ -52,7 +52,7 @@ from lightning_icml26.data.valueflow import (
     ValueTextDataModule,
     make_value_texts,
 )
-from lightning_icml26.data.video_qkv import video_qkv
+from lightning_icml26.data.isa_video_qkv import video_qkv
 
 __all__ = [
     "PBSCMDataModule",

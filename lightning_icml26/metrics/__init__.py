@@ -5,8 +5,8 @@ Never imports lightning or :mod:`lightning_icml26.modules`.
 
 from __future__ import annotations
 
-from lightning_icml26.metrics.anchor_intensity import AnchorPLIntensity
-from lightning_icml26.metrics.attention_approx import AttentionApproxError
+from lightning_icml26.metrics.valueflow import AnchorPLIntensity
+from lightning_icml26.metrics.isa import AttentionApproxError
 from lightning_icml26.metrics.boltzmann import TICAW2, EffectiveSampleSize, EnergyW2, TorusW2
 from lightning_icml26.metrics.causal import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
 from lightning_icml26.metrics.code_refinement import CounterexampleTokens, FixRate, PassAtK
@@ -15,7 +15,7 @@ from lightning_icml26.metrics.complementarity import (
     ErrorCorrelation,
     RobustPoolingWeight,
 )
-from lightning_icml26.metrics.consistency import RolloutConsistency, TokenAccuracyByHorizon
+from lightning_icml26.metrics.itc import RolloutConsistency, TokenAccuracyByHorizon
 from lightning_icml26.metrics.fairness import (
     BinaryDemographicParity,
     BinaryEqualizedOdds,

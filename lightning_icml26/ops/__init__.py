@@ -30,7 +30,7 @@ from lightning_icml26.ops.attention import (
     upipe_qkv_attention,
 )
 from lightning_icml26.ops.georeg import GeoRegLoss, georeg_penalty
-from lightning_icml26.ops.hierarchical_contrastive import (
+from lightning_icml26.ops.valueflow_contrastive import (
     HierarchicalAlignLoss,
     HierarchicalContrastiveLoss,
     anchor_info_nce,

@@ -16,7 +16,7 @@ from lightning_icml26.algorithms.causal.pgf import (
     log_pgf_polynomial,
     monomial_support,
 )
-from lightning_icml26.algorithms.causal.simulator import PBSCMSimulator, graph_code, random_pbscm_graph
+from lightning_icml26.data.pbscm_simulator import PBSCMSimulator, graph_code, random_pbscm_graph
 from lightning_icml26.algorithms.causal.skeleton import PGFSkeleton
 
 __all__ = [

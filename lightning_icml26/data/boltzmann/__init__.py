@@ -16,7 +16,7 @@ from lightning_icml26.data.boltzmann.energies import (
     icosahedral_cluster,
     minimize_energy,
 )
-from lightning_icml26.data.boltzmann.reweighting import (
+from lightning_icml26.algorithms.boltzmann_reweighting import (
     BoltzmannReweighter,
     ChiralityFix,
     ReweightResult,

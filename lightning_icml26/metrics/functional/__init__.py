@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lightning_icml26.metrics.functional.anchor_intensity import anchor_pl_intensity
-from lightning_icml26.metrics.functional.attention_approx import attention_approx_error
+from lightning_icml26.metrics.functional.valueflow import anchor_pl_intensity
+from lightning_icml26.metrics.functional.isa import attention_approx_error
 from lightning_icml26.metrics.functional.boltzmann import (
     effective_sample_size,
     energy_w2,
@@ -33,7 +33,7 @@ from lightning_icml26.metrics.functional.complementarity import (
     item_loss,
     robust_pooling,
 )
-from lightning_icml26.metrics.functional.consistency import (
+from lightning_icml26.metrics.functional.itc import (
     object_count_errors,
     object_motion,
     rollout_consistency,

@@ -1,0 +1,16 @@
+"""ISA (in-context sparse attention): the function, its modules, its Triton kernel (lazy) and the block-sparse baseline."""
+
+from __future__ import annotations
+
+from lightning_icml26.ops.attention.isa.block_sparse import topk_block_attention
+from lightning_icml26.ops.attention.isa.functional import ISA_BACKENDS, ISA_ROUTINGS, isa_attention
+from lightning_icml26.ops.attention.isa.module import ISAAttention, SDPAAttention
+
+__all__ = [
+    "ISAAttention",
+    "isa_attention",
+    "ISA_BACKENDS",
+    "ISA_ROUTINGS",
+    "SDPAAttention",
+    "topk_block_attention",
+]
