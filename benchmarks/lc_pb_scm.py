@@ -35,11 +35,10 @@ from lightning_icml26._optional import require
 from lightning_icml26.algorithms.causal import (
     LCPBSCM,
     ClosedFormOracle,
-    PBSCMSimulator,
     PGFSkeleton,
-    random_pbscm_graph,
     triple_patterns,
 )
+from lightning_icml26.data import PBSCMSimulator, random_pbscm_graph
 from lightning_icml26.metrics import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
 from lightning_icml26.metrics.functional import structural_hamming_distance
 

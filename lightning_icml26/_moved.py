@@ -14,6 +14,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 MOVED_MODULES: dict[str, str] = {
     "lightning_icml26.ops.attention.dense": "lightning_icml26.ops.attention.context_parallel.dense",
@@ -98,3 +99,39 @@ def install() -> None:
     """
     if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
         sys.meta_path.append(_MovedFinder())
+
+
+# public names that left a package's namespace: package -> {name: the module that holds it now}
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    "lightning_icml26.algorithms": {"PBSCMSimulator": "lightning_icml26.data"},
+    "lightning_icml26.algorithms.causal": {
+        "PBSCMSimulator": "lightning_icml26.data",
+        "graph_code": "lightning_icml26.data",
+        "random_pbscm_graph": "lightning_icml26.data",
+    },
+}
+
+
+def moved_attribute(package: str, name: str) -> Any:
+    """The module ``__getattr__`` of a package whose public name moved: warn, then return it from its new home.
+
+    Raises:
+        AttributeError: if ``name`` did not move out of ``package`` (the usual missing-attribute error).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     cls = moved_attribute("lightning_icml26.algorithms.causal", "PBSCMSimulator")
+        >>> cls.__module__, "lightning_icml26.data" in str(caught[-1].message)
+        ('lightning_icml26.data.pbscm_simulator', True)
+    """
+    new = MOVED_NAMES.get(package, {}).get(name)
+    if new is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{package}.{name} moved to {new}.{name}; the old path will be removed in the next release",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(new), name)

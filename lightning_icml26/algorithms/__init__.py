@@ -6,14 +6,17 @@ causal discovery on count data (``algorithms.causal``).
 
 from __future__ import annotations
 
-from lightning_icml26.algorithms.valueflow_intensity import (
-    borda_interpolation,
-    estimate_intensity,
-    sample_anchors,
-    solve_response_utility,
+from typing import Any
+
+from lightning_icml26._moved import moved_attribute
+from lightning_icml26.algorithms.boltzmann_reweighting import (
+    BoltzmannReweighter,
+    ChiralityFix,
+    ReweightResult,
+    effective_sample_size,
+    signed_volumes,
 )
-from lightning_icml26.algorithms.valueflow_judge import RankingJudge, evaluate_with_judge, steering_prompt
-from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
+from lightning_icml26.algorithms.causal import LCPBSCM, PGFSkeleton
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
     correlation_threshold,
@@ -46,8 +49,20 @@ from lightning_icml26.algorithms.novelty import (
     OneClassSVMDetector,
     SeenDetector,
 )
+from lightning_icml26.algorithms.valueflow_intensity import (
+    borda_interpolation,
+    estimate_intensity,
+    sample_anchors,
+    solve_response_utility,
+)
+from lightning_icml26.algorithms.valueflow_judge import RankingJudge, evaluate_with_judge, steering_prompt
 
 __all__ = [
+    "BoltzmannReweighter",
+    "ChiralityFix",
+    "ReweightResult",
+    "effective_sample_size",
+    "signed_volumes",
     "ImaginationConfig",
     "TokenPolicy",
     "imagine",
@@ -82,7 +97,6 @@ __all__ = [
     "logit_pool",
     "oracle_pooling_weight",
     "override_decision",
-    "PBSCMSimulator",
     "PGFSkeleton",
     "pooling_gain",
     "robust_pooling_weight",
@@ -90,3 +104,7 @@ __all__ = [
     "select_layers",
     "worst_case_gain",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return moved_attribute(__name__, name)  # names that moved out, kept for one release

@@ -8,10 +8,34 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from lightning_icml26.data.boltzmann.energies import check_energies
-from lightning_icml26.metrics.functional.boltzmann import effective_sample_size
+from lightning_icml26._checks import check_energies, flat_double
 
-__all__ = ["BoltzmannReweighter", "ChiralityFix", "ReweightResult", "signed_volumes"]
+__all__ = ["BoltzmannReweighter", "ChiralityFix", "ReweightResult", "effective_sample_size", "signed_volumes"]
+
+
+def effective_sample_size(log_weights: Tensor, normalize: bool = True) -> Tensor:
+    """Kish effective sample size ``exp(2 LSE(log w) - LSE(2 log w))`` (divided by ``N`` when ``normalize``).
+
+    ``-inf`` entries are zero weights (they count in ``N``).
+
+    Args:
+        log_weights: unnormalised log importance weights ``(N,)``.
+        normalize: return ESS / N.
+
+    Raises:
+        ValueError: if empty or containing ``nan``/``+inf``.
+
+    Example:
+        >>> round(float(effective_sample_size(torch.log(torch.tensor([1.0, 1.0, 2.0])))), 4)  # 16 / 6 / 3
+        0.8889
+    """
+    lw = flat_double(log_weights, "log_weights")
+    if bool(torch.isnan(lw).any() | (lw == float("inf")).any()):
+        raise ValueError("log_weights must not contain nan or +inf")
+    if not bool(torch.isfinite(lw).any()):
+        return torch.tensor(0.0, dtype=torch.float64)
+    ess = torch.exp(2 * torch.logsumexp(lw, 0) - torch.logsumexp(2 * lw, 0))
+    return ess / lw.numel() if normalize else ess
 
 
 def signed_volumes(x: Tensor, centres: Sequence[tuple[int, int, int, int]]) -> Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lightning_icml26.data.arm_recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
 from lightning_icml26.data.boltzmann import BoltzmannDataModule
 from lightning_icml26.data.cifar10 import CIFAR10DataModule, load_cifar10
 from lightning_icml26.data.count_tables import RWM1984_COUNTS, load_rwm1984
@@ -20,12 +21,13 @@ from lightning_icml26.data.forecasts import (
 )
 from lightning_icml26.data.graph_substrate import GraphSubstrateDataModule
 from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_rollouts
+from lightning_icml26.data.isa_moving_shapes import MovingShapesEditDataModule, make_edit_clips
+from lightning_icml26.data.isa_video_qkv import video_qkv
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
-from lightning_icml26.data.isa_moving_shapes import MovingShapesEditDataModule, make_edit_clips
 from lightning_icml26.data.pbscm import PBSCMDataModule, PBSCMGraphs
-from lightning_icml26.data.arm_recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
+from lightning_icml26.data.pbscm_simulator import PBSCMSimulator, graph_code, random_pbscm_graph
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.selfplay import (
     CategoricalQuestioner,
@@ -52,9 +54,11 @@ from lightning_icml26.data.valueflow import (
     ValueTextDataModule,
     make_value_texts,
 )
-from lightning_icml26.data.isa_video_qkv import video_qkv
 
 __all__ = [
+    "PBSCMSimulator",
+    "graph_code",
+    "random_pbscm_graph",
     "PBSCMDataModule",
     "PBSCMGraphs",
     "make_recall_batch",

@@ -19,6 +19,8 @@ import math
 import torch
 from torch import Tensor
 
+from lightning_icml26._checks import check_int
+
 __all__ = ["video_qkv"]
 
 _MODES = 12  # random cosine modes of each head's latent field
@@ -38,12 +40,6 @@ def _rotary(x: Tensor, pos: Tensor, base: float) -> Tensor:
     x1, x2 = x[..., 0::2], x[..., 1::2]
     out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
     return out.reshape(n, h, d)
-
-
-def _check_int(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
 
 
 def _tile_order(frames: int, height: int, width: int, tile: tuple[int, int, int] | None) -> Tensor:
@@ -128,7 +124,7 @@ def video_qkv(
         ("frames", frames, 1), ("height", height, 1), ("width", width, 1), ("heads", heads, 1),
         ("head_dim", head_dim, 2), ("batch", batch, 1),
     ):  # fmt: skip
-        _check_int(name, value, low)
+        check_int(name, value, low)
     if head_dim % 2:
         raise ValueError(f"head_dim must be even (rotary pairs), got {head_dim}")
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature > 0:

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from lightning_icml26._checks import check_int
+
 CRITERIA = ("dp", "eo", "eopp")
 
 
@@ -44,9 +46,7 @@ def check_alpha(alpha: float) -> float:
 
 def check_count(name: str, value: Any, minimum: int = 2) -> int:
     """Return ``value`` as an int, or raise unless it is an integer ``>= minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return check_int(name, value, minimum)
 
 
 def to_numpy(name: str, value: Any) -> np.ndarray:

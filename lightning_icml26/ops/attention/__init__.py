@@ -8,27 +8,7 @@ Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have
 from __future__ import annotations
 
 from lightning_icml26.ops.attention.context_parallel._kernels import apply_rotary
-from lightning_icml26.ops.attention.kv_memory.arm import (
-    ARM_READ_POLICIES,
-    ARM_WRITE_MODES,
-    ARMAttention,
-    ARMCache,
-    read_cost_at,
-)
-from lightning_icml26.ops.attention.isa.block_sparse import topk_block_attention
-from lightning_icml26.ops.attention.kv_memory.decode_check import check_decode_step
 from lightning_icml26.ops.attention.context_parallel.dense import dense_attention
-from lightning_icml26.ops.attention.kv_memory.gsa import GatedSlotAttention, GSACache
-from lightning_icml26.ops.attention.context_parallel.upipe_hf import (
-    FusedHFAttentionForward,
-    fused_unsupported_reason,
-    install_fused_forward,
-    remove_fused_forward,
-)
-from lightning_icml26.ops.attention.isa.functional import ISA_ROUTINGS, isa_attention
-from lightning_icml26.ops.attention.isa.module import ISAAttention, SDPAAttention
-from lightning_icml26.ops.attention.kv_memory.eviction import EVICTION_KINDS, EvictionAttention, KVCache
-from lightning_icml26.ops.attention.kv_memory.kinds import KV_ATTENTION_KINDS, build_kv_attention
 from lightning_icml26.ops.attention.context_parallel.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.context_parallel.module import (
     ATTENTION_BACKENDS,
@@ -49,6 +29,26 @@ from lightning_icml26.ops.attention.context_parallel.routing import (
 from lightning_icml26.ops.attention.context_parallel.ulysses import ulysses_attention
 from lightning_icml26.ops.attention.context_parallel.upipe import upipe_qkv_attention, upipe_schedule
 from lightning_icml26.ops.attention.context_parallel.upipe_fused import upipe_attention
+from lightning_icml26.ops.attention.context_parallel.upipe_hf import (
+    FusedHFAttentionForward,
+    fused_unsupported_reason,
+    install_fused_forward,
+    remove_fused_forward,
+)
+from lightning_icml26.ops.attention.isa.block_sparse import topk_block_attention
+from lightning_icml26.ops.attention.isa.functional import ISA_ROUTINGS, isa_attention
+from lightning_icml26.ops.attention.isa.module import ISAAttention, SDPAAttention
+from lightning_icml26.ops.attention.kv_memory.arm import (
+    ARM_READ_POLICIES,
+    ARM_WRITE_MODES,
+    ARMAttention,
+    ARMCache,
+    read_cost_at,
+)
+from lightning_icml26.ops.attention.kv_memory.decode_check import check_decode_step
+from lightning_icml26.ops.attention.kv_memory.eviction import EVICTION_KINDS, EvictionAttention, KVCache
+from lightning_icml26.ops.attention.kv_memory.gsa import GatedSlotAttention, GSACache
+from lightning_icml26.ops.attention.kv_memory.kinds import KV_ATTENTION_KINDS, build_kv_attention
 
 __all__ = [
     "apply_rotary",

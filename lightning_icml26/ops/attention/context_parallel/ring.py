@@ -12,7 +12,12 @@ from typing import Any
 import torch
 
 from lightning_icml26.distributed import ContextParallelGroup, ring_shift
-from lightning_icml26.ops.attention.context_parallel._kernels import acc_dtype, attention_backward, attention_forward, prepare
+from lightning_icml26.ops.attention.context_parallel._kernels import (
+    acc_dtype,
+    attention_backward,
+    attention_forward,
+    prepare,
+)
 
 __all__ = ["ring_attention"]
 

@@ -12,9 +12,10 @@ so transformers passes ``attention_mask=None`` and the functions apply the causa
 themselves.
 
 For ``"upipe"``, Llama-style layers (linear q/k/v projections with or without bias, as in Llama and Qwen2; no
-per-head norm) also get the fused forward of :mod:`lightning_icml26.ops.attention.context_parallel.upipe_hf`: projection, rotary
-embedding, all-to-all and attention per stage of a few heads, so the full q/k/v never exist. Other layers (Qwen3's
-q/k norms) run UPipe on the pre-projected q/k/v through the ``AttentionInterface`` function, with a warning.
+per-head norm) also get the fused forward of
+:mod:`~lightning_icml26.ops.attention.context_parallel.upipe_hf`: projection, rotary embedding, all-to-all and
+attention per stage of a few heads, so the full q/k/v never exist. Other layers (Qwen3's q/k norms) run UPipe on
+the pre-projected q/k/v through the ``AttentionInterface`` function, with a warning.
 Routing sets ``config.use_cache = False``: a KV cache would hold every layer's full keys and values.
 
 transformers is optional (the ``hf`` extra) and imported only when a transformers model is routed.
@@ -31,13 +32,13 @@ import torch
 from torch import nn
 
 from lightning_icml26._optional import require
+from lightning_icml26.ops.attention.context_parallel.module import UPipeAttention, get_attention_backend
 from lightning_icml26.ops.attention.context_parallel.upipe_hf import (
     ROUTING_ATTR,
     fused_unsupported_reason,
     install_fused_forward,
     remove_fused_forward,
 )
-from lightning_icml26.ops.attention.context_parallel.module import UPipeAttention, get_attention_backend
 
 __all__ = [
     "ATTENTION_CHOICES",

@@ -30,7 +30,14 @@ from lightning_icml26.ops.attention.context_parallel._kernels import (
     apply_rotary_backward,
     resolve_scale,
 )
-from lightning_icml26.ops.attention.context_parallel.upipe import Stage, _attend, _attend_backward, _idx, _select_heads, _stage_plan
+from lightning_icml26.ops.attention.context_parallel.upipe import (
+    Stage,
+    _attend,
+    _attend_backward,
+    _idx,
+    _select_heads,
+    _stage_plan,
+)
 
 __all__ = ["upipe_attention"]
 

@@ -4,8 +4,8 @@ transformers' ``AttentionInterface`` hands an attention function q/k/v that the 
 and rotated, so a function registered there can only run UPipe on pre-projected tensors, which keeps the full
 q/k/v of every layer alive for backward. :func:`install_fused_forward` instead gives a Llama-style attention
 layer an instance-level ``forward`` (:class:`FusedHFAttentionForward`) that passes the layer input and the
-q/k/v projection weights to :func:`~lightning_icml26.ops.attention.context_parallel.upipe_fused.upipe_attention` (projection,
-rotary embedding, all-to-all and attention per stage of a few heads, recomputed per stage in backward) and
+q/k/v projection weights to :func:`~lightning_icml26.ops.attention.context_parallel.upipe_fused.upipe_attention`
+(projection, rotary embedding, all-to-all and attention per stage of a few heads, recomputed per stage in backward) and
 applies the layer's ``o_proj`` to the result. The module keeps its class, parameters and state-dict keys.
 
 A layer qualifies when its ``q_proj``/``k_proj``/``v_proj``/``o_proj`` are ``nn.Linear`` (with or without

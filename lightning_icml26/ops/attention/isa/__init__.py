@@ -1,4 +1,4 @@
-"""ISA (in-context sparse attention): the function, its modules, its Triton kernel (lazy) and the block-sparse baseline."""
+"""ISA (in-context sparse attention): function, modules, Triton kernel (lazy) and the block-sparse baseline."""
 
 from __future__ import annotations
 

@@ -33,19 +33,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from lightning_icml26._checks import check_fraction
 from lightning_icml26._optional import require
 
 __all__ = ["ISA_BACKENDS", "ISA_ROUTINGS", "check_fraction", "check_isa_inputs", "check_same_qkv", "isa_attention"]
 
 ISA_ROUTINGS = ("sharpness", "random", "taylor")
 ISA_BACKENDS = ("torch", "triton")
-
-
-def check_fraction(name: str, value: Any) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` naming ``name`` unless it lies in ``(0, 1]``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) <= 1.0:
-        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
-    return float(value)
 
 
 def _count(fraction: float, n: int) -> int:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lightning_icml26.ops.attention.isa.functional import ISA_BACKENDS, ISA_ROUTINGS, check_fraction, check_same_qkv, isa_attention
+from lightning_icml26.ops.attention.isa.functional import (
+    ISA_BACKENDS,
+    ISA_ROUTINGS,
+    check_fraction,
+    check_same_qkv,
+    isa_attention,
+)
 
 __all__ = ["ISAAttention", "SDPAAttention"]
 

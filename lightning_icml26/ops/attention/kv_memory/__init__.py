@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from lightning_icml26.ops.attention.kv_memory.arm import ARM_READ_POLICIES, ARM_WRITE_MODES, ARMAttention, ARMCache, read_cost_at
+from lightning_icml26.ops.attention.kv_memory.arm import (
+    ARM_READ_POLICIES,
+    ARM_WRITE_MODES,
+    ARMAttention,
+    ARMCache,
+    read_cost_at,
+)
 from lightning_icml26.ops.attention.kv_memory.decode_check import check_decode_step
 from lightning_icml26.ops.attention.kv_memory.eviction import EVICTION_KINDS, EvictionAttention, KVCache
 from lightning_icml26.ops.attention.kv_memory.gsa import GatedSlotAttention, GSACache

@@ -7,8 +7,8 @@ from typing import Any
 from torch import nn
 
 from lightning_icml26.ops.attention.kv_memory.arm import ARMAttention
-from lightning_icml26.ops.attention.kv_memory.gsa import GatedSlotAttention
 from lightning_icml26.ops.attention.kv_memory.eviction import EvictionAttention
+from lightning_icml26.ops.attention.kv_memory.gsa import GatedSlotAttention
 
 __all__ = ["KV_ATTENTION_KINDS", "build_kv_attention"]
 
