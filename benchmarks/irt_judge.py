@@ -144,14 +144,14 @@ def run_llm(n_samples: int) -> dict:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=None, help="seeds per regime (default 3 quick, 20 full)")
     parser.add_argument("--nuts-seeds", type=int, default=None, help="NUTS fits per regime (default 1 quick, 2)")
     parser.add_argument("--nuts-draws", type=int, default=None, help="warm-up = kept draws per chain (250 / 500)")
     parser.add_argument("--llm", action="store_true", help="add SmolLM2-135M as a real judge")
     parser.add_argument("--llm-samples", type=int, default=None, help="docstrings judged (default 20 quick, 50)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.manual_seed(args.seed)
     n_seeds = args.seeds or (3 if args.quick else 20)
     rows = [run_regime(name, args.seed + s) for name in REGIMES for s in range(n_seeds)]
