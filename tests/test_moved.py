@@ -61,13 +61,14 @@ def test_the_repository_uses_the_new_paths() -> None:
     slashes = re.compile(r"(?<![\w/])(" + "|".join(re.escape(o.replace(".", "/")) + r"\.py" for o in old) + r")")
     skip = {ROOT / "lightning_icml26" / "_moved.py", Path(__file__).resolve()}
     offenders = []
+    paths = [ROOT / "README.md", ROOT / "conftest.py"]
     for folder in ("lightning_icml26", "tests", "benchmarks", "docs"):
-        for path in sorted((ROOT / folder).rglob("*")):
-            if path.suffix not in {".py", ".md", ".yaml"} or path in skip:
-                continue
-            text = path.read_text(encoding="utf-8")
-            for hit in [*pattern.findall(text), *slashes.findall(text)]:
-                offenders.append(f"{path.relative_to(ROOT)}: {hit}")
+        paths += sorted((ROOT / folder).rglob("*"))
+    for path in paths:
+        if path.suffix not in {".py", ".md", ".yaml"} or path in skip or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        offenders += [f"{path.relative_to(ROOT)}: {hit}" for hit in [*pattern.findall(text), *slashes.findall(text)]]
     assert not offenders, "old module paths still used:\n" + "\n".join(offenders)
 
 
