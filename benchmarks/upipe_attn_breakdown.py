@@ -44,7 +44,7 @@ from benchmarks.upipe_memory import (
     shape_config,
 )
 from lightning_icml26.ops.attention import LiveBytesTracker, upipe_schedule
-from lightning_icml26.ops.attention.context_parallel._kernels import kv_replication
+from lightning_icml26.ops.attention.context_parallel import kv_replication
 
 _PKG = str(Path(__file__).resolve().parents[1] / "lightning_icml26")
 ROLES = ("x", "out", "dout", "dx")

@@ -41,7 +41,7 @@ def sys_path_edits(tree: ast.Module) -> list[int]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(_dotted(t) == "sys.path" or _dotted(t).startswith("sys.path[") for t in targets):
                 lines.append(node.lineno)
-    return lines
+    return sorted(lines)
 
 
 def private_imports(tree: ast.Module) -> list[tuple[int, str]]:

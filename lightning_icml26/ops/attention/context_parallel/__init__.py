@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lightning_icml26.ops.attention.context_parallel._kernels import apply_rotary
+from lightning_icml26.ops.attention.context_parallel._kernels import apply_rotary, kv_replication
 from lightning_icml26.ops.attention.context_parallel.dense import dense_attention
 from lightning_icml26.ops.attention.context_parallel.memory import LiveBytesTracker, SavedTensorBytes
 from lightning_icml26.ops.attention.context_parallel.module import (
@@ -41,6 +41,7 @@ __all__ = [
     "FusedHFAttentionForward",
     "fused_unsupported_reason",
     "get_attention_backend",
+    "kv_replication",
     "HF_ATTENTION_NAMES",
     "install_fused_forward",
     "LiveBytesTracker",

@@ -311,6 +311,10 @@ def kv_replication(num_heads: int, num_kv_heads: int, cp_size: int) -> int:
 
     1 when ``num_kv_heads`` is divisible by ``cp_size``; otherwise the smallest ``r`` with ``r * G`` divisible
     by ``P`` (each replica serves ``H / (r G)`` query heads), which needs ``r`` to divide the GQA ratio.
+
+    Example:
+        >>> kv_replication(8, 4, 2), kv_replication(8, 2, 4)  # 2 KV heads over 4 ranks: each one twice
+        (1, 2)
     """
     if num_kv_heads % cp_size == 0:
         return 1
