@@ -20,7 +20,7 @@ from _pytest.doctest import DoctestItem
 
 from lightning_icml26._optional import is_available
 
-collect_ignore = [] if is_available("triton") else ["lightning_icml26/ops/attention/isa_triton.py"]
+collect_ignore = [] if is_available("triton") else ["lightning_icml26/ops/attention/isa/triton_kernels.py"]
 
 DOCTEST_SEED = 0
 

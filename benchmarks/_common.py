@@ -67,26 +67,34 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None
     return "\n".join(lines)
 
 
-def target(value: float, op: str, threshold: float) -> dict[str, Any]:
+def target(value: float, op: str, threshold: float, note: str | None = None) -> dict[str, Any]:
     """One entry of ``figures["targets"]``: the measured value, the target as text, and whether it is met.
 
     Args:
         value: the measured figure (``nan`` when it could not be measured: never met).
         op: one of ``"<="``, ``"<"``, ``">="``, ``">"``.
         threshold: the figure the value is compared with.
+        note: an optional short text on what the value covers (kept under ``"note"``).
 
     Returns:
-        ``{"value": value, "target": "<op> <threshold>", "met": bool}``.
+        ``{"value": value, "target": "<op> <threshold>", "met": bool}``, plus ``"note"`` when given.
 
     Example:
         >>> target(0.31, "<=", 0.25)
         {'value': 0.31, 'target': '<= 0.25', 'met': False}
+        >>> target(2.0, ">=", 1, note="slowest regime")["note"]
+        'slowest regime'
     """
     if op not in _OPS:
         raise ValueError(f"op must be one of {sorted(_OPS)}, got {op!r}")
+    if note is not None and not isinstance(note, str):
+        raise TypeError(f"note must be a str or None, got {type(note).__name__}")
     value = float(value)
     met = not math.isnan(value) and bool(_OPS[op](value, threshold))
-    return {"value": value, "target": f"{op} {threshold:g}", "met": met}
+    entry: dict[str, Any] = {"value": value, "target": f"{op} {threshold:g}", "met": met}
+    if note is not None:
+        entry["note"] = note
+    return entry
 
 
 def worst(values: Sequence[float], kind: str) -> float:
@@ -113,9 +121,12 @@ def check_targets(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if not isinstance(targets, dict) or not targets:
         raise ValueError(f"figures must carry a non-empty 'targets' dict built with target(), got {targets!r}")
     for name, entry in targets.items():
-        well_formed = isinstance(entry, dict) and set(entry) == {"value", "target", "met"}
-        if not well_formed or not isinstance(entry["met"], bool):
-            raise ValueError(f"targets[{name!r}] must be {{'value', 'target', 'met'}} from target(), got {entry!r}")
+        well_formed = isinstance(entry, dict) and set(entry) - {"note"} == {"value", "target", "met"}
+        if not well_formed or not isinstance(entry["met"], bool) or not isinstance(entry.get("note", ""), str):
+            raise ValueError(
+                f"targets[{name!r}] must be {{'value', 'target', 'met'}} (and an optional str 'note') from target(), "
+                f"got {entry!r}"
+            )
     return targets
 
 

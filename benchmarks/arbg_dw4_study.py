@@ -33,11 +33,11 @@ Its targets state hypotheses as checkable claims: more data, or fewer / wider bi
 flow at the smallest size (a target is only stated for the grids that ran). The record also holds a range check:
 the fraction of (augmented) training and validation coordinates outside +-3 / 4 / 5 / 6 standard deviations.
 
-    python benchmarks/arbg_dw4_study.py --quick
-    python benchmarks/arbg_dw4_study.py --json benchmarks/results/arbg_dw4_study.json
-    python benchmarks/arbg_dw4_study.py --sizes 4000 --grids size lr arch conditioning \
+    python -m benchmarks.arbg_dw4_study --quick
+    python -m benchmarks.arbg_dw4_study --json benchmarks/results/arbg_dw4_study.json
+    python -m benchmarks.arbg_dw4_study --sizes 4000 --grids size lr arch conditioning \
         --json benchmarks/results/arbg_dw4_study_axes.json
-    python benchmarks/arbg_dw4_study.py --grids dependence --sizes 4000 --steps 5760 \
+    python -m benchmarks.arbg_dw4_study --grids dependence --sizes 4000 --steps 5760 \
         --checkpoints 960 2880 5760 --with-flow --json benchmarks/results/arbg_dw4_dependence.json
 """
 
@@ -45,18 +45,14 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import benchmark_parser, markdown_table, print_targets, target, write_json
-from arbg_vs_flow import CONFIG, MAX_TRANSFORMS, heldout_nll, n_params, split, train
-
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, write_json
+from benchmarks.arbg_vs_flow import CONFIG, MAX_TRANSFORMS, heldout_nll, n_params, split, train
 from lightning_icml26.data.boltzmann import get_system, reference_samples
 from lightning_icml26.modules.arbg import ArBG, FlowBG
 from lightning_icml26.modules.arbg.module import augment

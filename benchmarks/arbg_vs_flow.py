@@ -19,26 +19,22 @@ Fairness rules:
 * The flow is zuko's NSF (8 spline bins, two hidden layers per transform) with up to 4 transforms and a hidden
   width of at least the number of coordinates (narrower MADE layers cut autoregressive dependencies).
 
-    python benchmarks/arbg_vs_flow.py --quick            # under three minutes
-    python benchmarks/arbg_vs_flow.py --json benchmarks/results/arbg_vs_flow.json
+    python -m benchmarks.arbg_vs_flow --quick            # under three minutes
+    python -m benchmarks.arbg_vs_flow --json benchmarks/results/arbg_vs_flow.json
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
-
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.data.boltzmann import (
     BoltzmannReweighter,
     BoltzmannSystem,

@@ -41,7 +41,7 @@ while that cost is 0 (``ARMAttention.train_read_policy``, our addition).
 The recall targets need the full-size setting (``--steps 1200``, a few hours on two shared cores with the three
 kinds); ``--quick`` (40 steps of 16) learns nothing and checks only the routing claims and the plumbing.
 
-Run: ``python benchmarks/arm_diagnose.py [--quick] [--json PATH] [--steps N] [--every K] [--kinds full,arm,arm_frozen]
+Run: ``python -m benchmarks.arm_diagnose [--quick] [--json PATH] [--steps N] [--every K] [--kinds full,arm,arm_frozen]
 [--write-mode M] [--tau-start T] [--slot-balance W] [--noise-final S] [--noise-decay F] [--read-policy P]
 [--read-cost L] [--cost-start F] [--cost-ramp F]``.
 """
@@ -51,21 +51,17 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, print_targets, target, write_json
 from lightning_icml26.callbacks import GumbelTemperatureScheduler
 from lightning_icml26.data import make_recall_batch
 from lightning_icml26.modules import ARMDecoder
 from lightning_icml26.ops.attention import ARMAttention, read_cost_at
-from lightning_icml26.ops.attention.arm_memory import gumbel_select
+from lightning_icml26.ops.attention.kv_memory.arm_memory import gumbel_select
 
 SEQ, PAIRS, BUDGET = 64, 8, 32
 

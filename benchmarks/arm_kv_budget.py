@@ -97,10 +97,10 @@ it linearly to 0 over the last fifth of the steps (warmup-stable-decay); a run r
 the gradients' total norm to ``C`` before each step (``config.grad_clip``; absent: none, as before). Runs pool and
 merge only with runs of the same schedule and clipping.
 
-Run: ``python benchmarks/arm_kv_budget.py [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
+Run: ``python -m benchmarks.arm_kv_budget [--quick] [--json PATH] [--kinds K,...] [--merge STORED.json]
 [--steps N] [--trace-every K] [--read-cost C] [--cost-start F] [--[no-]freeze-policy] [--initial-full-read P]
 [--[no-]branch-from-fixed] [--lr-schedule constant|cosine|wsd] [--grad-clip C]`` or
-``python benchmarks/arm_kv_budget.py --pool A.json B.json ... [--kinds K,...] [--merge STORED.json] --json OUT``.
+``python -m benchmarks.arm_kv_budget --pool A.json B.json ... [--kinds K,...] [--merge STORED.json] --json OUT``.
 """
 
 from __future__ import annotations
@@ -110,7 +110,6 @@ import copy
 import json
 import math
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,8 +117,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import (
     benchmark_parser,

@@ -20,21 +20,17 @@ The targets compare the refined methods (equal post-processing); the summary als
 (``cost_ratio_norefine``) and refined ASR-ICL against unrefined Full-ZO (``cost_vs_zo_norefine``), and the
 same ratios for ``dense_cost`` (normalised L1 plus the count of changed features, continuous ones included).
 
-    python benchmarks/asr_icl.py --quick --json outputs/asr_icl_quick.json   # 8 rows, 1 context draw
-    python benchmarks/asr_icl.py --json outputs/asr_icl.json                 # 40 rows, 3 context draws
+    python -m benchmarks.asr_icl --quick --json outputs/asr_icl_quick.json   # 8 rows, 1 context draw
+    python -m benchmarks.asr_icl --json outputs/asr_icl.json                 # 40 rows, 3 context draws
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.algorithms.recourse import LinearAttentionICL

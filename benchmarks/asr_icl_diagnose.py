@@ -30,19 +30,15 @@ none did; the same keys at every size):
   actionable feature (``changed_share``: changed over actionable features per recourse, mean over the rows,
   smallest over the cells).
 
-Run: ``python benchmarks/asr_icl_diagnose.py [--quick] [--rows 12] [--seeds 1] [--json PATH]``.
+Run: ``python -m benchmarks.asr_icl_diagnose [--quick] [--rows 12] [--seeds 1] [--json PATH]``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.algorithms.recourse import ASRICL, FullZO, SearchState, refine_flip, subspace_racos

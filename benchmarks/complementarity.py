@@ -43,15 +43,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.algorithms import pooling_gain

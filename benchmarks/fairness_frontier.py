@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -47,19 +46,18 @@ from typing import Any
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.algorithms.fairness import (
     ExponentiatedGradientReduction,
     FairPostProcessor,
+    expected_gap,
     fit_probability_model,
     make_mlp,
+    one_hot,
     plot_frontier,
 )
-from lightning_icml26.algorithms.fairness._common import expected_gap, one_hot
 from lightning_icml26.data.tabular import FairTabularData, load_adult, load_compas, split_indices
-from lightning_icml26.tasks.fair_frontier import _fit_with_callback
+from lightning_icml26.tasks import fit_fair_classifier
 
 
 def _evaluate(dist: np.ndarray, y: np.ndarray, a: np.ndarray, num_groups: int) -> tuple[float, float]:
@@ -136,7 +134,7 @@ def run_dataset(name: str, data: FairTabularData, alphas: list[float], args: arg
         t_red = time.perf_counter() - start
         start = time.perf_counter()
         cb_args = (k, g, "dp", alpha, (32,), args.callback_epochs, "mixture", args.seed)
-        cb_dist = _fit_with_callback(fit_x, fit_y, fit_a, test.x, *cb_args).numpy()
+        cb_dist = fit_fair_classifier(fit_x, fit_y, fit_a, test.x, *cb_args).numpy()
         t_cb = time.perf_counter() - start
         start = time.perf_counter()
         eg_scores, eg_fit_scores = [], []

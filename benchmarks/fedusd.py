@@ -23,23 +23,19 @@ round, batch size, optimizer); bytes per client and round are measured, and ipc 
 sends more than the FedAvg model. The global model's test accuracy after every round is recorded; the final
 figure is the last round's (nothing is selected on the test set). Means and standard deviations over seeds.
 
-    python benchmarks/fedusd.py --quick                     # digits (16x16), alpha 0.01, 1 seed
-    python benchmarks/fedusd.py --json outputs/fedusd.json  # FashionMNIST (16x16), alpha 0.01 / 0.1 / 0.5
+    python -m benchmarks.fedusd --quick                     # digits (16x16), alpha 0.01, 1 seed
+    python -m benchmarks.fedusd --json outputs/fedusd.json  # FashionMNIST (16x16), alpha 0.01 / 0.1 / 0.5
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, write_json
 from lightning_icml26.callbacks import FedRoundCallback

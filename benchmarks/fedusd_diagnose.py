@@ -27,22 +27,18 @@ With ``--json PATH`` it writes the rows and the diagnosis's findings as ``figure
 * ``diag_dm_fewest_minus_fedusd_most_steps_hob_gap_closed_min`` (``> 0``): ours, DM in the fewest steps
   (40) closes more of FedUSD's own HOB gap than FedUSD in the most (400); smallest over teachers and packing.
 
-Run: ``python benchmarks/fedusd_diagnose.py [--quick] [--steps 40 400] [--seed 0] [--json PATH]``
+Run: ``python -m benchmarks.fedusd_diagnose [--quick] [--steps 40 400] [--seed 0] [--json PATH]``
 (``--quick``: steps 4 and 40, the same client).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.data import DirichletPartitionDataModule

@@ -42,12 +42,12 @@ Targets (fixed before any run; the paper's claim is that interleaving beats isol
 training): interleaved at least 3 points above naive multi-task in mean exact match over the six QA tasks,
 and not below isolated on any task (worst per-task difference >= 0), both as means over seeds.
 
-    python benchmarks/g_substrate.py --quick --json outputs/g_substrate_quick.json
-    python benchmarks/g_substrate.py --json benchmarks/results/g_substrate.json
-    python benchmarks/g_substrate.py --full --json benchmarks/results/g_substrate_smollm2.json
-    python benchmarks/g_substrate.py --sizing --steps 600 --checkpoints 150,300,450,600 --n-eval 16 \
+    python -m benchmarks.g_substrate --quick --json outputs/g_substrate_quick.json
+    python -m benchmarks.g_substrate --json benchmarks/results/g_substrate.json
+    python -m benchmarks.g_substrate --full --json benchmarks/results/g_substrate_smollm2.json
+    python -m benchmarks.g_substrate --sizing --steps 600 --checkpoints 150,300,450,600 --n-eval 16 \
         --json benchmarks/results/g_substrate_sizing.json
-    python benchmarks/g_substrate.py --choose --json benchmarks/results/g_substrate_sizing.json
+    python -m benchmarks.g_substrate --choose --json benchmarks/results/g_substrate_sizing.json
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ import math
 import multiprocessing
 import random
 import statistics
-import sys
 import tempfile
 import time
 import warnings
@@ -72,8 +71,6 @@ from typing import Any
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 from torch import nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import (
     benchmark_parser,

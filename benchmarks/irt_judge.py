@@ -15,25 +15,20 @@ GRM with its priors sampled by NumPyro NUTS (written directly in NumPyro rather 
 instead of 4), when ``numpyro`` is installed. ``--llm`` adds SmolLM2-135M-Instruct as a
 real judge of graded (degraded) standard-library docstrings.
 
-    python benchmarks/irt_judge.py --quick --json outputs/irt_judge_quick.json
-    python benchmarks/irt_judge.py --json outputs/irt_judge.json            # 20 seeds
+    python -m benchmarks.irt_judge --quick --json outputs/irt_judge_quick.json
+    python -m benchmarks.irt_judge --json outputs/irt_judge.json            # 20 seeds
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks._common import benchmark_parser, markdown_table, ratio, write_json
-from lightning_icml26._optional import is_available, require
+from benchmarks._common import benchmark_parser, markdown_table, ratio, target, write_json
 from lightning_icml26.algorithms.irt import BayesianGRM, JudgeRunner, eap_abilities, fit_grm, scores_to_counts
 from lightning_icml26.data.irt_judges import degraded_docstrings, simulate_judge
 from lightning_icml26.llm import smollm2
@@ -43,6 +38,7 @@ from lightning_icml26.metrics.functional import (
     prompt_consistency,
 )
 from lightning_icml26.metrics.functional.irt import CV_PASS, RHO_PASS
+from lightning_icml26.optional import is_available, require
 
 GIRTH = require("girth", extra="irt", purpose="the girth baseline") if is_available("girth") else None
 NUMPYRO = is_available("numpyro") and is_available("jax")
@@ -148,14 +144,14 @@ def run_llm(n_samples: int) -> dict:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=None, help="seeds per regime (default 3 quick, 20 full)")
     parser.add_argument("--nuts-seeds", type=int, default=None, help="NUTS fits per regime (default 1 quick, 2)")
     parser.add_argument("--nuts-draws", type=int, default=None, help="warm-up = kept draws per chain (250 / 500)")
     parser.add_argument("--llm", action="store_true", help="add SmolLM2-135M as a real judge")
     parser.add_argument("--llm-samples", type=int, default=None, help="docstrings judged (default 20 quick, 50)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.manual_seed(args.seed)
     n_seeds = args.seeds or (3 if args.quick else 20)
     rows = [run_regime(name, args.seed + s) for name in REGIMES for s in range(n_seeds)]
@@ -205,40 +201,31 @@ def main() -> None:
     sharp_gap = [max(abs(r["cv_em"] - r["cv_girth"]), abs(r["rho_em"] - r["rho_girth"])) for r in sharp]
     gaps = [abs(r["cv_em"] - r["cv_girth"]) for r in rows if "cv_girth" in r]
     gaps += [abs(r["rho_em"] - r["rho_girth"]) for r in rows if "rho_girth" in r]
+    nan = float("nan")
+    sharp_note = "clean and prompt-sensitive regimes"
     targets: dict[str, dict[str, Any]] = {
-        "prompt_sensitive_flag_rate": {"value": rate("prompt-sensitive", "cv_flag"), "target": ">= 0.95"},
-        "low_discrimination_flag_rate": {"value": rate("low-discrimination", "rho_flag"), "target": ">= 0.95"},
-        "clean_false_alarm_rate": {"value": rate("clean", "fail_em"), "target": "<= 0.05"},
-        "em_girth_alpha_corr_min": {"value": float(min(agree)) if agree else None, "target": ">= 0.98"},
-        "em_girth_cv_rho_gap_max": {"value": float(max(gaps)) if gaps else None, "target": "<= 0.02"},
-        "em_girth_cv_rho_gap_max_sharp_judges": {
-            "value": float(max(sharp_gap)) if sharp_gap else None,
-            "target": "<= 0.02",
-            "note": "clean and prompt-sensitive regimes (well-identified likelihood)",
-        },
-        "em_speedup_vs_nuts": {
-            "value": float(min(r["speedup"] for r in nuts_rows)) if nuts_rows else None,
-            "target": ">= 100",
-            "note": "slowest ratio over regimes; NumPyro NUTS, 2 chains",
-        },
-        "em_speedup_vs_nuts_sharp_judges": {
-            "value": float(min(r["speedup"] for r in sharp_nuts)) if sharp_nuts else None,
-            "target": ">= 100",
-            "note": "clean and prompt-sensitive regimes",
-        },
-        "em_nuts_cv_rho_gap_max_sharp_judges": {
-            "value": float(max(r["gap"] for r in sharp_nuts)) if sharp_nuts else None,
-            "target": "<= 0.02",
-            "note": "clean and prompt-sensitive regimes",
-        },
-        "em_nuts_cv_rho_gap_max": {
-            "value": float(max(r["gap"] for r in nuts_rows)) if nuts_rows else None,
-            "target": "<= 0.02",
-        },
+        "prompt_sensitive_flag_rate": target(rate("prompt-sensitive", "cv_flag"), ">=", 0.95),
+        "low_discrimination_flag_rate": target(rate("low-discrimination", "rho_flag"), ">=", 0.95),
+        "clean_false_alarm_rate": target(rate("clean", "fail_em"), "<=", 0.05),
+        "em_girth_alpha_corr_min": target(min(agree) if agree else nan, ">=", 0.98),
+        "em_girth_cv_rho_gap_max": target(max(gaps) if gaps else nan, "<=", 0.02),
+        "em_girth_cv_rho_gap_max_sharp_judges": target(
+            max(sharp_gap) if sharp_gap else nan, "<=", 0.02, note=f"{sharp_note} (well-identified likelihood)"
+        ),
+        "em_speedup_vs_nuts": target(
+            min(r["speedup"] for r in nuts_rows) if nuts_rows else nan,
+            ">=",
+            100,
+            note="slowest ratio over regimes; NumPyro NUTS, 2 chains",
+        ),
+        "em_speedup_vs_nuts_sharp_judges": target(
+            min(r["speedup"] for r in sharp_nuts) if sharp_nuts else nan, ">=", 100, note=sharp_note
+        ),
+        "em_nuts_cv_rho_gap_max_sharp_judges": target(
+            max(r["gap"] for r in sharp_nuts) if sharp_nuts else nan, "<=", 0.02, note=sharp_note
+        ),
+        "em_nuts_cv_rho_gap_max": target(max(r["gap"] for r in nuts_rows) if nuts_rows else nan, "<=", 0.02),
     }
-    for t in targets.values():
-        v, goal = t["value"], str(t["target"])
-        t["met"] = v is not None and (v >= float(goal[3:]) if goal.startswith(">=") else v <= float(goal[3:]))
     print("\n" + markdown_table([{"name": k, **v} for k, v in targets.items()]))
     figures: dict = {"summary": summary, "rows": rows, "nuts": nuts_rows, "targets": targets}
     if args.llm:

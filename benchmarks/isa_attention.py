@@ -31,29 +31,25 @@ so no favourable setting is picked. Targets: ISA computes at most 0.4 x dense's 
 a lower error than both equal-budget baselines, context tokens less attended than target tokens, a positive
 sharpness/error Spearman correlation, and (GPU only, not measured here) latency at most 0.4 x SDPA's at 64K.
 
-Run: ``python benchmarks/isa_attention.py [--quick] [--json PATH] [--seeds N] [--temperatures T ...]``.
+Run: ``python -m benchmarks.isa_attention [--quick] [--json PATH] [--seeds N] [--temperatures T ...]``.
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from benchmarks.gpu import isa_latency
-from lightning_icml26._optional import is_available
 from lightning_icml26.data import video_qkv
 from lightning_icml26.metrics.functional import attention_approx_error
 from lightning_icml26.ops.attention import isa_attention, topk_block_attention
+from lightning_icml26.optional import is_available
 
 BLOCK = 64
 METHODS = ("dense", "topk_block", "isa_random", "isa")

@@ -18,23 +18,18 @@ Targets (same keys at ``--quick``): per game, ITC's mean real return >= sampling
 sampling's at every horizon; ITC's object motion within 20 % of the truth; world-model validation loss <= 1.1 x the
 floor.
 
-Run: ``python benchmarks/itc_minatar.py --quick`` (< 3 min) or the full size with ``--json PATH``.
+Run: ``python -m benchmarks.itc_minatar --quick`` (< 3 min) or the full size with ``--json PATH``.
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
-
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.algorithms import ImaginationConfig
 from lightning_icml26.tasks.itc_minatar import (
     DECODER_NAMES,

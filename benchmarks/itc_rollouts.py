@@ -23,10 +23,10 @@ environment's own rate), which exposes decoders that keep objects only by freezi
 The target (issue #11): ITC at most half the persistence errors (duplication + disappearance + transmutation)
 of plain sampling at horizon 50, without lower token accuracy at horizon 1.
 
-    python benchmarks/itc_rollouts.py --quick
-    nice -n 10 python benchmarks/itc_rollouts.py --plain-probs --extra-tau 0.6 1.0 --test-episodes 96
-    nice -n 10 python benchmarks/itc_rollouts.py --json outputs/itc_rollouts.json
-    nice -n 10 python benchmarks/itc_rollouts.py --envs gridworld minigrid --json outputs/itc_rollouts.json
+    python -m benchmarks.itc_rollouts --quick
+    nice -n 10 python -m benchmarks.itc_rollouts --plain-probs --extra-tau 0.6 1.0 --test-episodes 96
+    nice -n 10 python -m benchmarks.itc_rollouts --json outputs/itc_rollouts.json
+    nice -n 10 python -m benchmarks.itc_rollouts --envs gridworld minigrid --json outputs/itc_rollouts.json
 """
 
 from __future__ import annotations
@@ -34,23 +34,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from _common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
-
-from lightning_icml26._optional import is_available
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 from lightning_icml26.data.gridworld import make_gridworld_rollouts
 from lightning_icml26.metrics.functional import object_motion, rollout_consistency
 from lightning_icml26.modules.itc import TokenWorldModel, rollout
 from lightning_icml26.ops import ITCDecoder
+from lightning_icml26.optional import is_available
 
 REPORT_HORIZONS = (1, 2, 5, 10, 20, 30, 40, 50, 75, 100)
 FIGURES = ("duplication_rate", "disappearance_rate", "transmutation_rate", "persistence_error_rate", "token_accuracy")

@@ -20,28 +20,23 @@ categories; more levels leave its tables empty). Nothing is tuned: every method 
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
-from lightning_icml26._optional import require
 from lightning_icml26.algorithms.causal import (
     LCPBSCM,
     ClosedFormOracle,
-    PBSCMSimulator,
     PGFSkeleton,
-    random_pbscm_graph,
     triple_patterns,
 )
+from lightning_icml26.data import PBSCMSimulator, random_pbscm_graph
 from lightning_icml26.metrics import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
 from lightning_icml26.metrics.functional import structural_hamming_distance
+from lightning_icml26.optional import require
 
 METHODS = ("LCPBSCM", "PGFSkeleton", "PC-G", "LCPBSCM-exact")
 

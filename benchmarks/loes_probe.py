@@ -26,9 +26,9 @@ Targets (fixed before the full run): on every depth, mean over seeds of the pair
 ``LOES - last >= 3`` points, ``LOES - best single (val) >= 0`` points, the ``LOES - last`` mean beyond two standard
 errors of the paired differences; GeoReg fine-tuning ``>=`` plain fine-tuning (mean of paired differences).
 
-    python benchmarks/loes_probe.py --quick                       # depth 8, short pretraining, 2 seeds
-    python benchmarks/loes_probe.py --json benchmarks/results/loes_probe.json
-    python benchmarks/loes_probe.py --models minilm               # adds the optional text setting
+    python -m benchmarks.loes_probe --quick                       # depth 8, short pretraining, 2 seeds
+    python -m benchmarks.loes_probe --json benchmarks/results/loes_probe.json
+    python -m benchmarks.loes_probe --models minilm               # adds the optional text setting
 
 The text setting (movie-title genres through MiniLM or SmolLM2 from PyPI wheels) is optional and off by default:
 the 6 balanced genres have at most 537 titles each, so its test split holds about 640 titles (about 1.9 points of
@@ -40,18 +40,13 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, worst, write_json
-from lightning_icml26._optional import is_available
 from lightning_icml26.algorithms import select_layers
 from lightning_icml26.algorithms.loes import redundancy
 from lightning_icml26.data.fashion_residual import FashionResidualFeatures
@@ -59,6 +54,7 @@ from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
 from lightning_icml26.modules.probe import MultiLayerProbe
 from lightning_icml26.ops.georeg import GeoRegLoss
+from lightning_icml26.optional import is_available
 
 CACHE = "outputs/cache/loes"
 METHODS = ("raw", "last", "best_single", "mean", "learned", "concat_last3", "loes")

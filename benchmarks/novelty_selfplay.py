@@ -22,27 +22,23 @@ Targets (the paper reports no numbers; it claims collapse is mitigated with cons
 * ``seen_minus_memory_final`` > 0 (mean over seeds) and ``seen_beats_memory_share`` >= 0.8 (4 of 5 seeds);
 * ``coverage_entropy_ratio`` (seen over uncertainty, final 5 iterations) >= 1.5.
 
-    python benchmarks/novelty_selfplay.py --quick --json outputs/novelty_selfplay_quick.json   # 2 seeds, 30 it.
-    python benchmarks/novelty_selfplay.py --json benchmarks/results/novelty_selfplay.json     # 5 seeds, 40 it.
-    python benchmarks/novelty_selfplay.py --quick --llm      # plus 3 SmolLM2-135M iterations with beta 0 and 1
+    python -m benchmarks.novelty_selfplay --quick --json outputs/novelty_selfplay_quick.json   # 2 seeds, 30 it.
+    python -m benchmarks.novelty_selfplay --json benchmarks/results/novelty_selfplay.json     # 5 seeds, 40 it.
+    python -m benchmarks.novelty_selfplay --quick --llm      # plus 3 SmolLM2-135M iterations with beta 0 and 1
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from lightning.pytorch import Trainer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.callbacks import SeenDetectorCallback

@@ -13,8 +13,8 @@ starting from a mutant, PGS (reference tester) and Self-Debug revise it with the
 refinements; direct generation writes a program from the specification. Pass@1 (greedy, n = 1) and fix
 rate (fixed among the initially failing mutants) on the hidden pool.
 
-    python benchmarks/pgs.py --quick --json benchmarks/results/pgs_quick.json   # 15 problems, 1 mutant each
-    python benchmarks/pgs.py --json benchmarks/results/pgs.json
+    python -m benchmarks.pgs --quick --json benchmarks/results/pgs_quick.json   # 15 problems, 1 mutant each
+    python -m benchmarks.pgs --json benchmarks/results/pgs.json
 """
 
 from __future__ import annotations
@@ -22,18 +22,13 @@ from __future__ import annotations
 import math
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, write_json
-from lightning_icml26._optional import require
 from lightning_icml26.algorithms.pgs import (
     CodeProblem,
     DirectGeneration,
@@ -50,6 +45,7 @@ from lightning_icml26.algorithms.pgs import (
 from lightning_icml26.data.pgs import Mutant, classic_problems, mutant_suite
 from lightning_icml26.llm import HFCausalLM, smollm2
 from lightning_icml26.metrics import CounterexampleTokens, FixRate, PassAtK
+from lightning_icml26.optional import require
 
 CHOICES = ("min_token", "hypothesis", "random")
 

@@ -28,10 +28,10 @@ Target (the paper's claim in miniature): R4's mean tau at least that of each pap
 runs, far from convergence on a CPU). Every policy run also scores a uniformly random policy for scale, and
 with ``--json`` the file is rewritten after each finished run.
 
-    python benchmarks/r4_reward.py --quick
-    python benchmarks/r4_reward.py --json benchmarks/results/r4_reward.json
-    python benchmarks/r4_reward.py --full --policy-only --seeds 3
-    python benchmarks/r4_reward.py --full --policy-only --seeds 3 --envs HalfCheetah-v5 --timesteps 6000 \
+    python -m benchmarks.r4_reward --quick
+    python -m benchmarks.r4_reward --json benchmarks/results/r4_reward.json
+    python -m benchmarks.r4_reward --full --policy-only --seeds 3
+    python -m benchmarks.r4_reward --full --policy-only --seeds 3 --envs HalfCheetah-v5 --timesteps 6000 \
         --policy-rewards rmse true_reward --json benchmarks/results/r4_policy_halfcheetah.json
 """
 
@@ -39,10 +39,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,14 +48,10 @@ import torch
 from lightning.pytorch import seed_everything
 from scipy.stats import kendalltau, spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from _common import benchmark_parser, markdown_table, print_targets, target, worst, write_json
-
-from lightning_icml26._optional import is_available, require
+from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, worst, write_json
 from lightning_icml26.data.rl import RatingDataModule, Segments, collect_segments, state_action_box
 from lightning_icml26.modules.r4 import R4RewardModel
+from lightning_icml26.optional import is_available, require
 from lightning_icml26.tasks import fit_reward_model, run_online
 
 METHODS: dict[str, dict[str, Any]] = {

@@ -31,8 +31,8 @@ Choices and deviations (this project's, stated so that a reader can weigh the fi
 * Strength grids are half-decade steps placed by short probe runs on the validation split (see ``GRIDS``);
   the test split never enters a choice.
 
-    python benchmarks/rewa_sparsity.py --quick
-    python benchmarks/rewa_sparsity.py --json benchmarks/results/rewa_sparsity.json
+    python -m benchmarks.rewa_sparsity --quick
+    python -m benchmarks.rewa_sparsity --json benchmarks/results/rewa_sparsity.json
 
 A seed can run on its own and join a stored record: ``--seed 2 --seeds 1 --merge PATH --json PATH`` reads the
 per-seed records of ``PATH`` (written by this script with the same settings apart from the seeds, the thread
@@ -44,7 +44,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -52,8 +51,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch.utils.data import TensorDataset
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from benchmarks._rewa_mlp import (

@@ -17,13 +17,12 @@ bounds: the floor ``x`` + ``out`` + ``dout`` + ``dx``, which exist together at t
 the paper's ``1 - U/H`` applied to the rest of Ulysses' peak, and the floor plus the stage tensors the attention
 backward kernel needs. The targets compare the measured ratios and the floor with the issue's targets.
 
-Run: ``python benchmarks/upipe_attn_breakdown.py [--quick] [--world 2,4] [--json PATH]`` (and the model-shape flags
+Run: ``python -m benchmarks.upipe_attn_breakdown [--quick] [--world 2,4] [--json PATH]`` (and the model-shape flags
 of ``upipe_memory.py``).
 """
 
 from __future__ import annotations
 
-import sys
 import time
 import traceback
 from collections import defaultdict
@@ -31,8 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from benchmarks.upipe_memory import (
@@ -47,7 +44,7 @@ from benchmarks.upipe_memory import (
     shape_config,
 )
 from lightning_icml26.ops.attention import LiveBytesTracker, upipe_schedule
-from lightning_icml26.ops.attention._kernels import kv_replication
+from lightning_icml26.ops.attention.context_parallel import kv_replication
 
 _PKG = str(Path(__file__).resolve().parents[1] / "lightning_icml26")
 ROLES = ("x", "out", "dout", "dx")

@@ -21,8 +21,8 @@ without the tracker). Ratios are UPipe / baseline. Targets (issue #15), on the H
 most 0.6x Ulysses' at a throughput within 10 % of it (tokens/s at least 0.9x). This is a CPU proxy: gloo on 2
 cores says nothing about GPU throughput; the memory figures are exact byte counts of the same computation.
 
-    .venv/bin/python benchmarks/upipe_e2e.py --quick
-    .venv/bin/python benchmarks/upipe_e2e.py --json benchmarks/results/upipe_e2e.json
+    .venv/bin/python -m benchmarks.upipe_e2e --quick
+    .venv/bin/python -m benchmarks.upipe_e2e --json benchmarks/results/upipe_e2e.json
 """
 
 from __future__ import annotations
@@ -30,17 +30,13 @@ from __future__ import annotations
 import os
 import socket
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, worst, write_json
 
@@ -105,7 +101,7 @@ def _measure(rank: int, world: int, model: str, method: str, cfg: dict[str, Any]
     from lightning_icml26.distributed import sequence_shard_indices
     from lightning_icml26.ops import route_attention
     from lightning_icml26.ops.attention import LiveBytesTracker, UPipeAttention
-    from lightning_icml26.ops.attention.hf_fused import FusedHFAttentionForward
+    from lightning_icml26.ops.attention.context_parallel.upipe_hf import FusedHFAttentionForward
 
     seq = cfg["seq_len"]
     data = load_stdlib_bytes(max_bytes=2 * (seq + 1)).long()

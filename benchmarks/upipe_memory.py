@@ -29,7 +29,7 @@ apart). ``max_seq`` is the longest global sequence whose ``peak`` stays under Ul
 
 Throughput cannot come from meta tensors: ``tokens_per_s`` is measured on two real gloo ranks on CPU at a
 smaller size (H = 32, G = 8, head_dim 32), forward + backward of the attention with ``o_proj``.
-Run: ``python benchmarks/upipe_memory.py [--quick] [--scope attn|layer|all] [--world 2,4] [--no-paper-config]
+Run: ``python -m benchmarks.upipe_memory [--quick] [--scope attn|layer|all] [--world 2,4] [--no-paper-config]
 [--lean-norm] [--json PATH]``.
 """
 
@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import weakref
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -50,8 +48,6 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.testing._internal.distributed.fake_pg import FakeStore
 from torch.utils.checkpoint import checkpoint
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.distributed import ContextParallelGroup

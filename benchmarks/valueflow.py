@@ -21,15 +21,13 @@ Two claims, one run (generated data, see docs/valueflow.md):
 ``--llm`` steers SmolLM2-135M-Instruct at the five levels, scores its answers with SmolLM2 as the ranking judge
 against generated anchors, and reports Spearman(level, intensity) for positive and negative steering (no target).
 
-    python benchmarks/valueflow.py --quick --json outputs/valueflow_quick.json
-    python benchmarks/valueflow.py --json benchmarks/results/valueflow.json
+    python -m benchmarks.valueflow --quick --json outputs/valueflow_quick.json
+    python -m benchmarks.valueflow --json benchmarks/results/valueflow.json
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,11 +35,9 @@ import torch
 import torch.nn.functional as F
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.algorithms import RankingJudge, evaluate_with_judge, steering_prompt
-from lightning_icml26.algorithms.anchor_intensity import (
+from lightning_icml26.algorithms.valueflow_intensity import (
     borda_interpolation,
     estimate_intensity,
     pl_log_likelihood,

@@ -16,22 +16,18 @@ Targets (no empirical numbers are public; they follow the regret orders of the a
 * ``wayse2s_slope_N*`` (the paper's T^((K-1)/K)): the log-log slope of Way-SE-2S's regret over the three
   horizons, at most (K - 1)/K + 0.05 (and below 1).
 
-    python benchmarks/way_se.py --quick --json outputs/way_se_quick.json     # T = 10^4
-    python benchmarks/way_se.py --json outputs/way_se.json                   # T = 10^6, 10 seeds, 2 workers
+    python -m benchmarks.way_se --quick --json outputs/way_se_quick.json     # T = 10^4
+    python -m benchmarks.way_se --json outputs/way_se.json                   # T = 10^6, 10 seeds, 2 workers
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, ratio, target, write_json
 from lightning_icml26.algorithms.matching import POLICIES, MatchingMarketEnv, market_schedule, run_market

@@ -84,3 +84,8 @@ _register_strategies_when_lightning_loads()
 
 def __dir__() -> list[str]:
     return sorted([*globals(), "strategies"])
+
+
+from lightning_icml26 import _moved  # noqa: E402  (old module paths of moved modules, one release)
+
+_moved.install()

@@ -10,8 +10,8 @@ Coordinates outside +-3 sigma cannot be binned (the proposal's support is that b
 clips them); training and validation conformations with any coordinate outside are dropped and their fraction is
 recorded (``dropped_train_fraction``).
 
-    python benchmarks/gpu/arbg_alanine.py --json benchmarks/results/arbg_alanine_gpu.json    # one GPU, < 8 min
-    python benchmarks/gpu/arbg_alanine.py --device cpu --hidden 16 --layers 1 --heads 2 --bins 64 \\
+    python -m benchmarks.gpu.arbg_alanine --json benchmarks/results/arbg_alanine_gpu.json    # one GPU, < 8 min
+    python -m benchmarks.gpu.arbg_alanine --device cpu --hidden 16 --layers 1 --heads 2 --bins 64 \\
         --max-steps 2 --n-train 64 --n-val 16 --n-test 16 --num-eval 16 --md-burn-in 100 --md-save-every 5
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import markdown_table, print_targets, target, write_json
-from arbg_vs_flow import evaluate, split
-
+from benchmarks._common import markdown_table, print_targets, target, write_json
+from benchmarks.arbg_vs_flow import evaluate, split
 from lightning_icml26.data.boltzmann import get_system, reference_samples
 from lightning_icml26.modules.arbg import ArBG, augment
 

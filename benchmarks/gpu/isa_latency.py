@@ -25,8 +25,8 @@ the JSON says ``"complete": false``. Targets: ISA's Triton forward at most 0.4 x
 with H = 4 (the issue's target, after the official README's 2.8 x speed-up over FlashAttention-2 at 65K) and
 output cosine at least 0.99 against SDPA (worst case over everything measured).
 
-    python benchmarks/gpu/isa_latency.py                       # one CUDA GPU with triton, H = 4, < 6 min
-    python benchmarks/gpu/isa_latency.py --heads 4 16          # also a wider head count, after the H = 4 rows
+    python -m benchmarks.gpu.isa_latency                       # one CUDA GPU with triton, H = 4, < 6 min
+    python -m benchmarks.gpu.isa_latency --heads 4 16          # also a wider head count, after the H = 4 rows
 
 Without a CUDA device the script stops with a message; ``benchmarks/isa_attention.py`` gives the CPU figures.
 """
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -48,13 +47,11 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from benchmarks._common import markdown_table, print_targets, target, worst, write_json
-from lightning_icml26._optional import is_available
 from lightning_icml26.data import video_qkv
 from lightning_icml26.metrics.functional import attention_approx_error
 from lightning_icml26.ops.attention import isa_attention
+from lightning_icml26.optional import is_available
 
 DEFAULT_JSON = Path(__file__).resolve().parents[1] / "results" / "isa_latency_cuda.json"
 METHODS = ("sdpa_flash", "isa_triton", "isa_torch")

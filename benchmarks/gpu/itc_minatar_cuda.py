@@ -16,8 +16,8 @@ game ran the full ``--ac-updates`` and ``budgets_equal_within_seed`` whether the
 The JSON is rewritten after every stage (``complete`` false until the end), with ``figures.targets`` (the
 issue's targets, the CPU benchmark's keys, computed from what has finished).
 
-    python benchmarks/gpu/itc_minatar_cuda.py                                   # one GPU, < 8 min
-    python benchmarks/gpu/itc_minatar_cuda.py --device cpu --games breakout --train-steps 400 --val-steps 100 \\
+    python -m benchmarks.gpu.itc_minatar_cuda                                   # one GPU, < 8 min
+    python -m benchmarks.gpu.itc_minatar_cuda --device cpu --games breakout --train-steps 400 --val-steps 100 \\
         --max-episode-steps 100 --d-model 16 --layers 1 --heads 2 --wm-steps 5 --horizon 2 --rollout-starts 4 \\
         --ac-updates 1 --ac-batch 2 --imagine-horizon 2 --seeds 2 --eval-episodes 1 --eval-steps 20 --json /tmp/x.json
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -35,10 +34,8 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import markdown_table, print_targets, write_json
-from itc_minatar import summarise
-
+from benchmarks._common import markdown_table, print_targets, write_json
+from benchmarks.itc_minatar import summarise
 from lightning_icml26.algorithms import ImaginationConfig
 from lightning_icml26.tasks.itc_minatar import (
     DECODER_NAMES,

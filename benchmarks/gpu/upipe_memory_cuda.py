@@ -16,8 +16,8 @@ sequence whose ``peak`` stays under Ulysses' peak at the base length (8 x hidden
 doubling then bisection to 1 % (an out-of-memory error counts as not fitting). A wall-clock cap
 (``--max-minutes``) stops the search and writes what was measured (``"partial": true``).
 
-    python benchmarks/gpu/upipe_memory_cuda.py --json benchmarks/results/upipe_memory_cuda.json   # one H200, < 8 min
-    python benchmarks/gpu/upipe_memory_cuda.py --device cpu --hidden 64 --heads 8 --kv-heads 2 --head-dim 16 \\
+    python -m benchmarks.gpu.upipe_memory_cuda --json benchmarks/results/upipe_memory_cuda.json   # one H200, < 8 min
+    python -m benchmarks.gpu.upipe_memory_cuda --device cpu --hidden 64 --heads 8 --kv-heads 2 --head-dim 16 \\
         --world 2 --max-minutes 1   # the pieces on CPU (or --device meta): bytes from the live-tensor tracker
 """
 
@@ -32,10 +32,8 @@ from typing import Any
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from _common import markdown_table, print_targets, ratio, target, write_json
-from upipe_memory import (
+from benchmarks._common import markdown_table, print_targets, ratio, target, write_json
+from benchmarks.upipe_memory import (
     DTYPES,
     _build,
     _fake_group,
@@ -45,8 +43,7 @@ from upipe_memory import (
     mlp_tiles,
     shape_config,
 )
-from upipe_memory import measure as measure_tracked
-
+from benchmarks.upipe_memory import measure as measure_tracked
 from lightning_icml26.distributed import ContextParallelGroup
 
 METHODS = ("ulysses", "upipe", "sdpa")

@@ -3,7 +3,7 @@
 Fair post-processing and reductions, human-AI pooling theory (robust weights, deferral), layer selection,
 causal discovery on count data (``algorithms.causal``).
 
-The causal-discovery names (:class:`LCPBSCM`, :class:`PBSCMSimulator`, :class:`PGFSkeleton`) are loaded on first
+The causal-discovery names (:class:`LCPBSCM`, :class:`PGFSkeleton`) are loaded on first
 access: :mod:`lightning_icml26.algorithms.causal` imports sympy and networkx (about two seconds), which the
 metrics and callbacks that import this package's other modules never use.
 """
@@ -13,13 +13,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from lightning_icml26.algorithms.anchor_intensity import (
-    borda_interpolation,
-    estimate_intensity,
-    sample_anchors,
-    solve_response_utility,
+from lightning_icml26._moved import moved_attribute
+from lightning_icml26.algorithms.boltzmann_reweighting import (
+    BoltzmannReweighter,
+    ChiralityFix,
+    ReweightResult,
+    effective_sample_size,
+    signed_volumes,
 )
-from lightning_icml26.algorithms.anchor_judge import RankingJudge, evaluate_with_judge, steering_prompt
 from lightning_icml26.algorithms.complementarity import (
     check_interval,
     correlation_threshold,
@@ -40,7 +41,7 @@ from lightning_icml26.algorithms.fairness import (
     check_criterion,
     fairness_frontier,
 )
-from lightning_icml26.algorithms.imagination import ImaginationConfig, TokenPolicy, imagine, train_in_imagination
+from lightning_icml26.algorithms.itc_imagination import ImaginationConfig, TokenPolicy, imagine, train_in_imagination
 from lightning_icml26.algorithms.loes import LayerSelection, isotropy, select_layers
 from lightning_icml26.algorithms.novelty import (
     CalibratedSeenDetector,
@@ -52,18 +53,29 @@ from lightning_icml26.algorithms.novelty import (
     OneClassSVMDetector,
     SeenDetector,
 )
+from lightning_icml26.algorithms.valueflow_intensity import (
+    borda_interpolation,
+    estimate_intensity,
+    sample_anchors,
+    solve_response_utility,
+)
+from lightning_icml26.algorithms.valueflow_judge import RankingJudge, evaluate_with_judge, steering_prompt
 
 if TYPE_CHECKING:  # for type checkers; at run time ``__getattr__`` imports them on first access
-    from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton
+    from lightning_icml26.algorithms.causal import LCPBSCM, PGFSkeleton
 
 # Names resolved lazily by ``__getattr__`` (their module imports sympy and networkx).
 _LAZY = {
     "LCPBSCM": "lightning_icml26.algorithms.causal",
-    "PBSCMSimulator": "lightning_icml26.algorithms.causal",
     "PGFSkeleton": "lightning_icml26.algorithms.causal",
 }
 
 __all__ = [
+    "BoltzmannReweighter",
+    "ChiralityFix",
+    "ReweightResult",
+    "effective_sample_size",
+    "signed_volumes",
     "ImaginationConfig",
     "TokenPolicy",
     "imagine",
@@ -98,7 +110,6 @@ __all__ = [
     "logit_pool",
     "oracle_pooling_weight",
     "override_decision",
-    "PBSCMSimulator",
     "PGFSkeleton",
     "pooling_gain",
     "robust_pooling_weight",
@@ -111,4 +122,4 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'lightning_icml26.algorithms' has no attribute {name!r}")
+    return moved_attribute(__name__, name)  # names that moved out, kept for one release

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from lightning_icml26.callbacks.arm_gumbel_temperature import GumbelTemperatureScheduler
+from lightning_icml26.callbacks.arm_read_cost import ReadCostScheduler
+from lightning_icml26.callbacks.arm_usage_penalty import UsagePenaltyScheduler
 from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann
 from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
 from lightning_icml26.callbacks.fed_round import FedRoundCallback
 from lightning_icml26.callbacks.finite_loss import FailOnNonFiniteLoss, NonFiniteLossError
 from lightning_icml26.callbacks.georeg import GeoReg
-from lightning_icml26.callbacks.gumbel_temperature import GumbelTemperatureScheduler
+from lightning_icml26.callbacks.isa import SwapAttentionForInference
 from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
 from lightning_icml26.callbacks.pgs_validation import PGSValidationCallback
 from lightning_icml26.callbacks.preemption import PreemptionCheckpoint
-from lightning_icml26.callbacks.read_cost import ReadCostScheduler
 from lightning_icml26.callbacks.recourse import RecourseOnPredict
 from lightning_icml26.callbacks.seen_detector import SeenDetectorCallback
 from lightning_icml26.callbacks.sparsity import (
@@ -24,8 +26,6 @@ from lightning_icml26.callbacks.sparsity import (
     magnitude_masks,
     threshold_sweep,
 )
-from lightning_icml26.callbacks.swap_attention import SwapAttentionForInference
-from lightning_icml26.callbacks.usage_penalty import UsagePenaltyScheduler
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [

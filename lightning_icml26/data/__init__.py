@@ -1,7 +1,8 @@
 """LightningDataModules and loaders for the data the recipes use (generated or shipped in packages).
 
-:class:`GraphSubstrateDataModule`, :class:`PBSCMDataModule` and :class:`PBSCMGraphs` are loaded on first access:
-their modules import networkx (and the PB-SCM tools sympy), which the callbacks and tasks that import this
+:class:`GraphSubstrateDataModule`, :class:`PBSCMDataModule`, :class:`PBSCMGraphs` and the PB-SCM simulator's names
+(:class:`PBSCMSimulator`, :func:`graph_code`, :func:`random_pbscm_graph`) are loaded on first access: their modules
+import networkx (and the PB-SCM tools sympy), which the callbacks and tasks that import this
 package's other modules never use.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from lightning_icml26.data.arm_recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
 from lightning_icml26.data.boltzmann import BoltzmannDataModule
 from lightning_icml26.data.cifar10 import CIFAR10DataModule, load_cifar10
 from lightning_icml26.data.count_tables import RWM1984_COUNTS, load_rwm1984
@@ -28,11 +30,11 @@ from lightning_icml26.data.forecasts import (
 )
 from lightning_icml26.data.gridworld import GridWorldDataModule, make_gridworld_rollouts
 from lightning_icml26.data.irt_judges import SimulatedJudge, degraded_docstrings, simulate_judge
+from lightning_icml26.data.isa_moving_shapes import MovingShapesEditDataModule, make_edit_clips
+from lightning_icml26.data.isa_video_qkv import video_qkv
 from lightning_icml26.data.layer_features import LayerFeatureDataModule
 from lightning_icml26.data.minigrid import MiniGridDataModule, make_minigrid_rollouts
 from lightning_icml26.data.movie_genres import MovieGenreFeatures
-from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule, make_edit_clips
-from lightning_icml26.data.recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
 from lightning_icml26.data.recourse_tables import RecourseTable, load_recourse_table, make_credit
 from lightning_icml26.data.rl import RatingDataModule, Segments, quantile_bin_edges, simulate_ratings
 from lightning_icml26.data.selfplay import (
@@ -60,20 +62,26 @@ from lightning_icml26.data.valueflow import (
     ValueTextDataModule,
     make_value_texts,
 )
-from lightning_icml26.data.video_qkv import video_qkv
 
 if TYPE_CHECKING:  # for type checkers; at run time ``__getattr__`` imports them on first access
     from lightning_icml26.data.graph_substrate import GraphSubstrateDataModule
     from lightning_icml26.data.pbscm import PBSCMDataModule, PBSCMGraphs
+    from lightning_icml26.data.pbscm_simulator import PBSCMSimulator, graph_code, random_pbscm_graph
 
 # Names resolved lazily by ``__getattr__`` (their modules import networkx).
 _LAZY = {
     "GraphSubstrateDataModule": "lightning_icml26.data.graph_substrate",
     "PBSCMDataModule": "lightning_icml26.data.pbscm",
     "PBSCMGraphs": "lightning_icml26.data.pbscm",
+    "PBSCMSimulator": "lightning_icml26.data.pbscm_simulator",
+    "graph_code": "lightning_icml26.data.pbscm_simulator",
+    "random_pbscm_graph": "lightning_icml26.data.pbscm_simulator",
 }
 
 __all__ = [
+    "PBSCMSimulator",
+    "graph_code",
+    "random_pbscm_graph",
     "PBSCMDataModule",
     "PBSCMGraphs",
     "make_recall_batch",

@@ -16,18 +16,13 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from lightning_icml26.algorithms.causal import PBSCMSimulator, random_pbscm_graph
+from lightning_icml26._checks import check_int
 from lightning_icml26.data._splits import SplitsDataModule
+from lightning_icml26.data.pbscm_simulator import PBSCMSimulator, random_pbscm_graph
 
 __all__ = ["PBSCMDataModule", "PBSCMGraphs"]
 
 _SPLITS = ("train", "val", "test")
-
-
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 class PBSCMGraphs(Dataset):
@@ -65,11 +60,11 @@ class PBSCMGraphs(Dataset):
     ) -> None:
         if split not in _SPLITS:
             raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
-        self.num_graphs = _check_int("num_graphs", num_graphs, 0)
-        self.n_observed = _check_int("n_observed", n_observed, 3)
-        self.n_latent = _check_int("n_latent", n_latent, 0)
-        self.n_samples = _check_int("n_samples", n_samples, 1)
-        self.seed = _check_int("seed", seed, 0)
+        self.num_graphs = check_int("num_graphs", num_graphs, 0)
+        self.n_observed = check_int("n_observed", n_observed, 3)
+        self.n_latent = check_int("n_latent", n_latent, 0)
+        self.n_samples = check_int("n_samples", n_samples, 1)
+        self.seed = check_int("seed", seed, 0)
         self.split = split
         self.graph_kwargs = dict(graph_kwargs or {})
         self._cache: dict[int, tuple[nx.DiGraph, torch.Tensor, torch.Tensor]] = {}
@@ -149,7 +144,7 @@ class PBSCMDataModule(SplitsDataModule):
             ("batch_size", batch_size, 1),
             ("seed", seed, 0),
         ):
-            _check_int(name, value, low)
+            check_int(name, value, low)
         # the graph generator checks these; drawing one tiny graph now makes a bad value fail at construction
         random_pbscm_graph(3, 0, edges_per_node=edges_per_node, alpha_range=alpha_range, mu_range=mu_range, seed=0)
         self.save_hyperparameters()

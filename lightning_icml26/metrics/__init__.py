@@ -5,8 +5,6 @@ Never imports lightning or :mod:`lightning_icml26.modules`.
 
 from __future__ import annotations
 
-from lightning_icml26.metrics.anchor_intensity import AnchorPLIntensity
-from lightning_icml26.metrics.attention_approx import AttentionApproxError
 from lightning_icml26.metrics.boltzmann import TICAW2, EffectiveSampleSize, EnergyW2, TorusW2
 from lightning_icml26.metrics.causal import LatentPairF1, OrientationAccuracy, SkeletonF1, StructuralHammingDistance
 from lightning_icml26.metrics.code_refinement import CounterexampleTokens, FixRate, PassAtK
@@ -15,7 +13,6 @@ from lightning_icml26.metrics.complementarity import (
     ErrorCorrelation,
     RobustPoolingWeight,
 )
-from lightning_icml26.metrics.consistency import RolloutConsistency, TokenAccuracyByHorizon
 from lightning_icml26.metrics.fairness import (
     BinaryDemographicParity,
     BinaryEqualizedOdds,
@@ -28,12 +25,15 @@ from lightning_icml26.metrics.fairness import (
 )
 from lightning_icml26.metrics.graph_substrate import EdgeMicroF1, GraphExactMatch
 from lightning_icml26.metrics.irt import GRMReliability, HumanAlignment
+from lightning_icml26.metrics.isa import AttentionApproxError
+from lightning_icml26.metrics.itc import RolloutConsistency, TokenAccuracyByHorizon
 from lightning_icml26.metrics.kv_budget import KVBudget
 from lightning_icml26.metrics.matching import CollisionRate, StabilityViolationRate, StableRegret
 from lightning_icml26.metrics.novelty import CoverageEntropy, DistinctN, SeenRate
 from lightning_icml26.metrics.recourse import QueryCount, RecourseCost, RecourseSparsity, RecourseValidity
 from lightning_icml26.metrics.sparsity import CompressionRatio, Sparsity
 from lightning_icml26.metrics.spectrum_gap import FeatureSpectrumGap
+from lightning_icml26.metrics.valueflow import AnchorPLIntensity
 
 __all__ = [
     "KVBudget",

@@ -15,7 +15,8 @@ from torch import Tensor
 from torchmetrics.utilities.data import dim_zero_cat
 
 from lightning_icml26.metrics._plot import PlottableMetric
-from lightning_icml26.metrics.functional.boltzmann import _check_log_weights, energy_w2, tica_w2, torus_w2
+from lightning_icml26._checks import check_log_weights
+from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
 
 __all__ = ["EffectiveSampleSize", "EnergyW2", "TICAW2", "TorusW2"]
 
@@ -61,7 +62,7 @@ class EffectiveSampleSize(PlottableMetric):
 
     def update(self, log_weights: Tensor) -> None:
         """Add a batch of log weights ``(N,)`` (``-inf`` = zero weight; ``nan``, ``+inf`` and 2-D input are refused)."""
-        lw = _check_log_weights(log_weights, allow_empty=True)
+        lw = check_log_weights(log_weights, allow_empty=True)
         self.lse_w = torch.logaddexp(self.lse_w, torch.logsumexp(lw, 0))
         self.lse_w2 = torch.logaddexp(self.lse_w2, torch.logsumexp(2 * lw, 0))
         self.count += lw.numel()

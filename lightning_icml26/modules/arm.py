@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lightning_icml26.ops.attention.arm import ARMAttention
-from lightning_icml26.ops.attention.kv_kinds import KV_ATTENTION_KINDS, build_kv_attention
+from lightning_icml26.ops.attention.kv_memory.arm import ARMAttention
+from lightning_icml26.ops.attention.kv_memory.kinds import KV_ATTENTION_KINDS, build_kv_attention
 
 __all__ = ["ARMDecoder", "DecodeState"]
 

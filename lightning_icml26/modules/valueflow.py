@@ -2,7 +2,7 @@
 
 The module embeds a batch of texts with any encoder (a callable from a list of strings to ``[B, D]`` features),
 projects them, and trains with the stage-1 hierarchical contrastive loss or the stage-2 align loss
-(:mod:`lightning_icml26.ops.hierarchical_contrastive`), chosen by ``stage``. Batches are those of
+(:mod:`lightning_icml26.ops.valueflow_contrastive`), chosen by ``stage``. Batches are those of
 :class:`~lightning_icml26.data.ValueTextDataModule` (``text``, ``levels``, ``direction``, ``individual_id``,
 ``concept_id``). Validation logs the stage-1 loss on held-out texts.
 """
@@ -20,7 +20,7 @@ from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
 from lightning_icml26.data.movie_genres import load_text_model
-from lightning_icml26.ops.hierarchical_contrastive import HierarchicalAlignLoss, HierarchicalContrastiveLoss
+from lightning_icml26.ops.valueflow_contrastive import HierarchicalAlignLoss, HierarchicalContrastiveLoss
 
 __all__ = ["HashedBagEncoder", "HiVESModule", "MiniLMEncoder"]
 

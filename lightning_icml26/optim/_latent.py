@@ -8,12 +8,13 @@ parameter's version counter, a dtype-preserving ``load_state_dict``) and the upd
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.optim import Optimizer
+
+from lightning_icml26._checks import check_real as _check_number  # optim/ imports it from here
 
 __all__ = ["Closure", "foreach_abs_power", "foreach_signed_power", "latent_dtype", "signed_power"]
 
@@ -98,14 +99,6 @@ def foreach_signed_power(ts: list[torch.Tensor], exponent: float) -> list[torch.
     if n == 1:
         return [t.clone() for t in ts]
     return list(torch._foreach_mul(foreach_abs_power(ts, n - 1), ts))
-
-
-def _check_number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    return float(value)
 
 
 def _check_power(K: Any, M: Any, eps: Any) -> None:

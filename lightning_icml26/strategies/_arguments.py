@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from lightning_icml26.ops.attention.routing import ATTENTION_CHOICES
+from lightning_icml26.ops.attention.context_parallel.routing import ATTENTION_CHOICES
 
 __all__ = ["DEFAULT_LAYOUT", "START_METHODS", "check_arguments"]
 

@@ -56,7 +56,7 @@ from lightning_icml26.distributed import (
     shard_batch,
     token_share_scale,
 )
-from lightning_icml26.ops.attention.routing import route_attention
+from lightning_icml26.ops.attention.context_parallel.routing import route_attention
 from lightning_icml26.strategies._arguments import as_timeout, check_arguments
 from lightning_icml26.strategies._blocks import checkpoint_blocks, tile_block_mlps
 from lightning_icml26.strategies._fsdp import FullStateCheckpoints, average_over_context, shard_data_parallel

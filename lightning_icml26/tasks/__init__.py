@@ -21,7 +21,7 @@ from typing import Any
 
 from lightning_icml26._optional import require
 from lightning_icml26.tasks.asr_icl import asr_icl_task
-from lightning_icml26.tasks.fair_frontier import fair_frontier_task
+from lightning_icml26.tasks.fair_frontier import fair_frontier_task, fit_fair_classifier
 from lightning_icml26.tasks.irt_judge import irt_judge_task
 from lightning_icml26.tasks.isa_edit import isa_edit_task
 from lightning_icml26.tasks.itc_minatar import itc_minatar_task
@@ -40,6 +40,7 @@ _LAZY = {
 __all__ = [
     "asr_icl_task",
     "fair_frontier_task",
+    "fit_fair_classifier",
     "irt_judge_task",
     "isa_edit_task",
     "itc_minatar_task",

@@ -31,7 +31,7 @@ from lightning_icml26.callbacks import FairReductionCallback
 from lightning_icml26.data import load_fair_dataset, split_indices
 from lightning_icml26.modules import ClassifierModule
 
-__all__ = ["fair_frontier_task"]
+__all__ = ["fair_frontier_task", "fit_fair_classifier"]
 
 
 def fair_frontier_task(
@@ -155,7 +155,7 @@ def fair_frontier_task(
 
         def reduce_lightning(alpha: float) -> Tensor:
             args = (num_classes, num_groups, criterion, alpha, hidden, callback_epochs, callback_output, seed)
-            return _fit_with_callback(x_fit, y_fit, a_fit, test.x, *args)
+            return fit_fair_classifier(x_fit, y_fit, a_fit, test.x, *args)
 
         curves["reduction (Lightning callback)"] = fairness_frontier(
             reduce_lightning, alphas, test.y, test.a, num_groups, criterion
@@ -176,7 +176,7 @@ def fair_frontier_task(
     return dict(sorted(summary.items()))
 
 
-def _fit_with_callback(
+def fit_fair_classifier(
     x: Tensor,
     y: Tensor,
     a: Tensor,
@@ -190,7 +190,29 @@ def _fit_with_callback(
     output: str,
     seed: int,
 ) -> Tensor:
-    """Train an MLP ClassifierModule with FairReductionCallback; class distribution (or labels) on ``x_test``."""
+    """Train an MLP ``ClassifierModule`` with ``FairReductionCallback``; class distribution (or labels) on ``x_test``.
+
+    Args:
+        x: training features.
+        y: training labels.
+        a: training group ids.
+        x_test: the features to predict.
+        num_classes: number of classes.
+        num_groups: number of groups.
+        criterion: the fairness criterion (see ``FairReductionCallback``).
+        alpha: its tolerance.
+        hidden: hidden widths of the MLP.
+        epochs: training epochs (batches of 256, Adam at 0.01).
+        output: ``"mixture"`` for the randomised classifier's class distribution ``(n, K)``, else hard labels.
+        seed: seeds the weights and the shuffling.
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> x, y, a = torch.randn(64, 3, generator=g), torch.randint(0, 2, (64,)), torch.randint(0, 2, (64,))
+        >>> dist = fit_fair_classifier(x, y, a, x[:5], 2, 2, "dp", 0.1, [8], 1, "mixture", 0)
+        >>> tuple(dist.shape), bool(torch.allclose(dist.sum(1), torch.ones(5, dtype=dist.dtype)))
+        ((5, 2), True)
+    """
     seed_everything(seed, verbose=False)
     module = ClassifierModule(
         make_mlp(x.shape[1], num_classes, hidden),

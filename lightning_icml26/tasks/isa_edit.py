@@ -9,7 +9,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 
-from lightning_icml26.data.moving_shapes import MovingShapesEditDataModule
+from lightning_icml26.data.isa_moving_shapes import MovingShapesEditDataModule
 from lightning_icml26.modules.isa_edit import InContextEditor
 
 __all__ = ["isa_edit_task"]

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from lightning_icml26.algorithms import RankingJudge, evaluate_with_judge
-from lightning_icml26.algorithms.anchor_intensity import borda_interpolation, sample_anchors
+from lightning_icml26.algorithms.valueflow_intensity import borda_interpolation, sample_anchors
 from lightning_icml26.data.valueflow import make_value_texts
 from lightning_icml26.llm import smollm2
 from lightning_icml26.metrics import AnchorPLIntensity

@@ -6,7 +6,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, PGFSkeleton, check_counts
+from lightning_icml26.algorithms.causal import LCPBSCM, PGFSkeleton, check_counts
+from lightning_icml26.data import PBSCMSimulator
 
 
 def _graph(edges: list[tuple[str, str]], nodes: str, latents: tuple[str, ...] = ()) -> nx.DiGraph:

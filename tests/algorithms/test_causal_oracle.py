@@ -9,10 +9,10 @@ import pytest
 from lightning_icml26.algorithms.causal import (
     LCPBSCM,
     ClosedFormOracle,
-    PBSCMSimulator,
     monomial_support,
     triple_patterns,
 )
+from lightning_icml26.data import PBSCMSimulator
 
 _ADJ = ((True, True, True), (True, False, True))
 _CASES = [(adj, index) for adj in _ADJ for index in range(len(triple_patterns(adj)))]

@@ -10,17 +10,15 @@ import pytest
 import torch
 
 from lightning_icml26.algorithms.causal import (
-    PBSCMSimulator,
     closed_form_log_pgf,
     empirical_log_pgf,
     empirical_log_pgf_torch,
-    graph_code,
     log_cumulant,
     log_pgf_derivative,
     monomial_support,
-    random_pbscm_graph,
     triple_patterns,
 )
+from lightning_icml26.data import PBSCMSimulator, graph_code, random_pbscm_graph
 
 ALL_PATTERNS = [p for adj in [(True, True, True), (True, False, True)] for p, _ in triple_patterns(adj)]
 Z_GRID = [np.array(z) for z in [(0.3, 0.6, 0.9), (0.9, 0.2, 0.5), (0.5, 0.5, 0.5), (1.0, 0.1, 0.7)]]

@@ -52,7 +52,8 @@ def test_value_embedding_flag_reaches_arbg(flag: str, expected: bool, monkeypatc
                                                (["--value-embedding", "yes"], "invalid choice: 'yes'")])  # fmt: skip
 def test_bad_flags_are_refused(argv: list[str], message: str) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "arbg_vs_flow.py"), *argv],
+        [sys.executable, "-m", "benchmarks.arbg_vs_flow", *argv],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,

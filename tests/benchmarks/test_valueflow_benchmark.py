@@ -12,7 +12,7 @@ from scipy.optimize import brentq
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import average_precision_score
 
-from lightning_icml26.algorithms.anchor_intensity import pl_log_likelihood
+from lightning_icml26.algorithms.valueflow_intensity import pl_log_likelihood
 from lightning_icml26.data.valueflow import make_value_texts
 
 valueflow = importlib.import_module("benchmarks.valueflow")

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_icml26.algorithms.causal import PBSCMSimulator, graph_code
-from lightning_icml26.data import PBSCMDataModule, PBSCMGraphs
+from lightning_icml26.data import PBSCMDataModule, PBSCMGraphs, PBSCMSimulator, graph_code
 
 
 def test_batches_hold_counts_and_the_planted_graph() -> None:

@@ -8,8 +8,8 @@ import torch
 
 from lightning_icml26.metrics import KVBudget
 from lightning_icml26.metrics.functional import kv_budget, kv_cache_bytes
-from lightning_icml26.ops.attention.arm import ARMAttention
-from lightning_icml26.ops.attention.kv_eviction import EvictionAttention
+from lightning_icml26.ops.attention.kv_memory.arm import ARMAttention
+from lightning_icml26.ops.attention.kv_memory.eviction import EvictionAttention
 from tests._support.distributed import run_on_ranks
 
 

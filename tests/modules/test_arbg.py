@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from lightning_icml26.algorithms.boltzmann_reweighting import signed_volumes
 from lightning_icml26.data.boltzmann import (
     BoltzmannReweighter,
     ChiralityFix,
@@ -20,7 +21,6 @@ from lightning_icml26.data.boltzmann import (
     minimize_energy,
     reference_samples,
 )
-from lightning_icml26.data.boltzmann.reweighting import signed_volumes
 from lightning_icml26.modules.arbg import ArBG, FlowBG
 from tests._support.skips import requires_module
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lightning_icml26.ops.attention.arm import ARMAttention, ARMCache, read_cost_at
-from lightning_icml26.ops.attention.arm_memory import gumbel_select, slot_write
+from lightning_icml26.ops.attention.kv_memory.arm import ARMAttention, ARMCache, read_cost_at
+from lightning_icml26.ops.attention.kv_memory.arm_memory import gumbel_select, slot_write
 
 
 def _qkv(t: int, h: int = 2, d: int = 4, b: int = 2, seed: int = 0) -> tuple[torch.Tensor, ...]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lightning_icml26.ops.attention import _kernels as kernels
 from lightning_icml26.ops.attention import upipe_attention
+from lightning_icml26.ops.attention.context_parallel import _kernels as kernels
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

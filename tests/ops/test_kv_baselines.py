@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lightning_icml26.ops.attention.gsa import GatedSlotAttention
-from lightning_icml26.ops.attention.kv_eviction import EvictionAttention
+from lightning_icml26.ops.attention.kv_memory.eviction import EvictionAttention
+from lightning_icml26.ops.attention.kv_memory.gsa import GatedSlotAttention
 
 
 def _qkv(t: int, h: int = 2, d: int = 4, b: int = 2, seed: int = 0) -> tuple[torch.Tensor, ...]:

@@ -44,7 +44,7 @@ def _layer_worker(
     from lightning_icml26.modules.causal_lm import build_hf_causal_lm
     from lightning_icml26.ops import route_hf_model
     from lightning_icml26.ops.attention import SavedTensorBytes
-    from lightning_icml26.ops.attention.hf_fused import FusedHFAttentionForward
+    from lightning_icml26.ops.attention.context_parallel.upipe_hf import FusedHFAttentionForward
 
     model = build_hf_causal_lm(model_type, seed=0, **CONFIG).double()
     attn = model.model.layers[0].self_attn
@@ -125,7 +125,7 @@ def test_hf_layer_runs_the_fused_operator_on_two_ranks(model_type: str) -> None:
 def test_layers_the_fused_operator_cannot_run_fall_back_with_a_warning() -> None:
     from lightning_icml26.modules.causal_lm import build_hf_causal_lm
     from lightning_icml26.ops import route_hf_model
-    from lightning_icml26.ops.attention.hf_fused import FusedHFAttentionForward, install_fused_forward
+    from lightning_icml26.ops.attention.context_parallel.upipe_hf import FusedHFAttentionForward, install_fused_forward
 
     qwen = build_hf_causal_lm("qwen3", seed=0, head_dim=D, **CONFIG)  # per-head q/k norms before the rotary
     with pytest.warns(UserWarning, match="normalises heads"):

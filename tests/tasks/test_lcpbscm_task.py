@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from lightning_icml26.algorithms.causal import LCPBSCM, PBSCMSimulator, edge_list
-from lightning_icml26.data import PBSCMDataModule, load_rwm1984
+from lightning_icml26.algorithms.causal import LCPBSCM, edge_list
+from lightning_icml26.data import PBSCMDataModule, PBSCMSimulator, load_rwm1984
 from lightning_icml26.metrics.functional import skeleton_f1, structural_hamming_distance
 from lightning_icml26.tasks import lcpbscm_task
 from tests._support.skips import requires_module

@@ -1,7 +1,10 @@
-"""Causal discovery for count data: PB-SCM simulator, PGF tools and estimators (inspired by LC-PB-SCM)."""
+"""Causal discovery for count data: PGF tools and estimators (inspired by LC-PB-SCM); the simulator is in ``data``."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from lightning_icml26._moved import moved_attribute
 from lightning_icml26.algorithms.causal._base import CausalDiscoveryEstimator, edge_list
 from lightning_icml26.algorithms.causal.lcpbscm import LCPBSCM
 from lightning_icml26.algorithms.causal.local import TriplePattern, log_cumulant, triple_patterns
@@ -16,14 +19,12 @@ from lightning_icml26.algorithms.causal.pgf import (
     log_pgf_polynomial,
     monomial_support,
 )
-from lightning_icml26.algorithms.causal.simulator import PBSCMSimulator, graph_code, random_pbscm_graph
 from lightning_icml26.algorithms.causal.skeleton import PGFSkeleton
 
 __all__ = [
     "CausalDiscoveryEstimator",
     "ClosedFormOracle",
     "LCPBSCM",
-    "PBSCMSimulator",
     "PGFSkeleton",
     "TriplePattern",
     "check_counts",
@@ -31,12 +32,14 @@ __all__ = [
     "empirical_log_pgf",
     "edge_list",
     "empirical_log_pgf_torch",
-    "graph_code",
     "log_cumulant",
     "log_falling_factorial",
     "log_pgf_derivative",
     "log_pgf_polynomial",
     "monomial_support",
-    "random_pbscm_graph",
     "triple_patterns",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return moved_attribute(__name__, name)  # names that moved out, kept for one release

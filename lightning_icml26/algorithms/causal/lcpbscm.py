@@ -75,7 +75,7 @@ class LCPBSCM(CausalDiscoveryEstimator):
 
     Example:
         >>> import networkx as nx
-        >>> from lightning_icml26.algorithms.causal import PBSCMSimulator
+        >>> from lightning_icml26.data import PBSCMSimulator
         >>> g = nx.DiGraph()
         >>> g.add_nodes_from(["A", "B", "C", "D"], mu=1.5)
         >>> g.add_node("L", latent=True, mu=2.0)

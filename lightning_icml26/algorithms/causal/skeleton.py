@@ -57,7 +57,7 @@ class PGFSkeleton(CausalDiscoveryEstimator):
 
     Example:
         >>> import networkx as nx
-        >>> from lightning_icml26.algorithms.causal import PBSCMSimulator
+        >>> from lightning_icml26.data import PBSCMSimulator
         >>> g = nx.DiGraph()
         >>> g.add_nodes_from("ABC"); g.add_edges_from([("A", "C"), ("B", "C")])
         >>> X = PBSCMSimulator(g, default_alpha=0.8, default_mu=1.0).sample(20000, seed=0)

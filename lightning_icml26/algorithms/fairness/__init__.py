@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lightning_icml26.algorithms.fairness._common import check_criterion
+from lightning_icml26.algorithms.fairness._common import check_criterion, expected_gap, one_hot
 from lightning_icml26.algorithms.fairness.frontier import fairness_frontier, plot_frontier
 from lightning_icml26.algorithms.fairness.models import fit_probability_model, make_mlp
 from lightning_icml26.algorithms.fairness.postprocess import AttributeBlindClassifier, FairPostProcessor
@@ -13,8 +13,10 @@ __all__ = [
     "ExponentiatedGradientReduction",
     "FairPostProcessor",
     "check_criterion",
+    "expected_gap",
     "fairness_frontier",
     "fit_probability_model",
     "make_mlp",
+    "one_hot",
     "plot_frontier",
 ]

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from lightning_icml26._checks import check_int
+
 CRITERIA = ("dp", "eo", "eopp")
 
 
@@ -44,9 +46,7 @@ def check_alpha(alpha: float) -> float:
 
 def check_count(name: str, value: Any, minimum: int = 2) -> int:
     """Return ``value`` as an int, or raise unless it is an integer ``>= minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return check_int(name, value, minimum)
 
 
 def to_numpy(name: str, value: Any) -> np.ndarray:
@@ -106,7 +106,20 @@ def expected_rates(dist: np.ndarray, y: np.ndarray, groups: np.ndarray, num_grou
 
 
 def expected_gap(dist: np.ndarray, y: np.ndarray, groups: np.ndarray, num_groups: int, criterion: str) -> float:
-    """Largest pairwise gap (max over cells of max minus min over groups) of a randomised classifier."""
+    """Largest pairwise gap (max over cells of max minus min over groups) of a randomised classifier.
+
+    Args:
+        dist: ``(n, K)`` class distribution of the classifier per sample.
+        y: ``(n,)`` labels.
+        groups: ``(n,)`` group ids.
+        num_groups: number of groups.
+        criterion: ``"dp"``, ``"eo"`` or ``"eopp"`` (see :func:`check_criterion`).
+
+    Example:
+        >>> y, groups = np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])
+        >>> expected_gap(one_hot(np.array([0, 0, 1, 1]), 2), y, groups, 2, "dp")  # group 0 always 0, group 1 always 1
+        1.0
+    """
     sel, conf = expected_rates(dist, y, groups, num_groups)
     if criterion == "dp":
         cells = sel
@@ -120,7 +133,12 @@ def expected_gap(dist: np.ndarray, y: np.ndarray, groups: np.ndarray, num_groups
 
 
 def one_hot(labels: np.ndarray, num_classes: int) -> np.ndarray:
-    """``(n, K)`` float64 one-hot rows."""
+    """``(n, K)`` float64 one-hot rows.
+
+    Example:
+        >>> one_hot(np.array([1, 0]), 3).tolist()
+        [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    """
     out = np.zeros((labels.shape[0], num_classes))
     out[np.arange(labels.shape[0]), labels] = 1.0
     return out

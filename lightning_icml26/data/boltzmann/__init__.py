@@ -6,6 +6,12 @@ optional ``molecules`` extra), loaded only when that system is used.
 
 from __future__ import annotations
 
+from lightning_icml26.algorithms.boltzmann_reweighting import (
+    BoltzmannReweighter,
+    ChiralityFix,
+    ReweightResult,
+    signed_volumes,
+)
 from lightning_icml26.data.boltzmann.alanine import AlanineDipeptideEnergy
 from lightning_icml26.data.boltzmann.datamodule import BoltzmannDataModule
 from lightning_icml26.data.boltzmann.energies import (
@@ -15,12 +21,6 @@ from lightning_icml26.data.boltzmann.energies import (
     check_energies,
     icosahedral_cluster,
     minimize_energy,
-)
-from lightning_icml26.data.boltzmann.reweighting import (
-    BoltzmannReweighter,
-    ChiralityFix,
-    ReweightResult,
-    signed_volumes,
 )
 from lightning_icml26.data.boltzmann.sampler import (
     autoregressive_sample,

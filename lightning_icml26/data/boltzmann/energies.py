@@ -15,6 +15,8 @@ import torch
 from scipy.optimize import minimize
 from torch import Tensor
 
+from lightning_icml26._checks import check_energies
+
 __all__ = [
     "DoubleWellEnergy",
     "Energy",
@@ -72,48 +74,6 @@ def check_coordinates(x: Tensor, n_atoms: int, dim: int, name: str = "x") -> Ten
     if x.dim() != 3 or tuple(x.shape[1:]) != (n_atoms, dim):
         raise ValueError(f"{name} must have shape (N, {n_atoms}, {dim}) or (N, {n_atoms * dim}), got {tuple(x.shape)}")
     return x
-
-
-def check_energies(energies: Any, batch_size: int, name: str = "energy_fn", allow_nonfinite: bool = False) -> Tensor:
-    """Check what an energy function returned: a tensor of shape ``(batch_size,)`` with finite values.
-
-    Args:
-        energies: the returned value.
-        batch_size: number of conformations passed in.
-        name: the energy function's name, quoted in errors.
-        allow_nonfinite: accept ``nan``/``inf`` entries (the caller handles them explicitly).
-
-    Returns:
-        The energies as a 1-D tensor.
-
-    Raises:
-        TypeError: if not a tensor.
-        ValueError: on a wrong shape or non-finite values (with their count and first indices).
-
-    Example:
-        >>> check_energies(torch.zeros(3), 3).shape
-        torch.Size([3])
-        >>> check_energies(torch.zeros(3, 1), 3)
-        Traceback (most recent call last):
-        ...
-        ValueError: energy_fn returned shape (3, 1); expected (3,) (one reduced energy per conformation)
-    """
-    if not isinstance(energies, Tensor):
-        raise TypeError(f"{name} must return a torch.Tensor, got {type(energies).__name__}")
-    if tuple(energies.shape) != (batch_size,):
-        raise ValueError(
-            f"{name} returned shape {tuple(energies.shape)}; expected ({batch_size},) "
-            "(one reduced energy per conformation)"
-        )
-    if not allow_nonfinite:
-        bad = ~torch.isfinite(energies)
-        if bool(bad.any()):
-            idx = torch.nonzero(bad).flatten()[:5].tolist()
-            raise ValueError(
-                f"{name} returned {int(bad.sum())} non-finite energies out of {batch_size} "
-                f"(first indices {idx}); fix the energy or the conformations (e.g. overlapping atoms)"
-            )
-    return energies
 
 
 def _pair_distances(x: Tensor) -> Tensor:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from lightning_icml26.metrics.functional.anchor_intensity import anchor_pl_intensity
-from lightning_icml26.metrics.functional.attention_approx import attention_approx_error
 from lightning_icml26.metrics.functional.boltzmann import (
     effective_sample_size,
     energy_w2,
@@ -33,12 +31,6 @@ from lightning_icml26.metrics.functional.complementarity import (
     item_loss,
     robust_pooling,
 )
-from lightning_icml26.metrics.functional.consistency import (
-    object_count_errors,
-    object_motion,
-    rollout_consistency,
-    token_accuracy_by_horizon,
-)
 from lightning_icml26.metrics.functional.fairness import (
     binary_demographic_parity,
     binary_equal_opportunity,
@@ -65,6 +57,13 @@ from lightning_icml26.metrics.functional.irt import (
     prompt_consistency,
     theta_range,
 )
+from lightning_icml26.metrics.functional.isa import attention_approx_error
+from lightning_icml26.metrics.functional.itc import (
+    object_count_errors,
+    object_motion,
+    rollout_consistency,
+    token_accuracy_by_horizon,
+)
 from lightning_icml26.metrics.functional.kv_budget import kv_budget, kv_cache_bytes
 from lightning_icml26.metrics.functional.matching import collision_rate, stability_violation_rate, stable_regret
 from lightning_icml26.metrics.functional.novelty import coverage_entropy, distinct_n, seen_rate
@@ -76,6 +75,7 @@ from lightning_icml26.metrics.functional.recourse import (
 )
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
 from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
+from lightning_icml26.metrics.functional.valueflow import anchor_pl_intensity
 
 __all__ = [
     "kv_budget",

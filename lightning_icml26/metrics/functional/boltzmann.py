@@ -13,7 +13,9 @@ import torch
 from scipy.linalg import eigh
 from torch import Tensor
 
+from lightning_icml26._checks import flat_double
 from lightning_icml26._optional import require
+from lightning_icml26.algorithms.boltzmann_reweighting import effective_sample_size
 
 __all__ = [
     "effective_sample_size",
@@ -25,55 +27,6 @@ __all__ = [
 ]
 
 
-def _as_1d(t: Tensor, name: str) -> Tensor:
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    t = t.detach().double().flatten()
-    if t.numel() == 0:
-        raise ValueError(f"{name} must not be empty")
-    return t
-
-
-def _check_log_weights(log_weights: Tensor, allow_empty: bool = False) -> Tensor:
-    """Validate log importance weights ``(N,)`` and return them flat, float64 and detached."""
-    if not isinstance(log_weights, Tensor):
-        raise TypeError(f"log_weights must be a torch.Tensor, got {type(log_weights).__name__}")
-    if log_weights.ndim != 1:
-        raise ValueError(
-            f"log_weights must be 1-D (N,), one log weight per sample, got shape {tuple(log_weights.shape)}"
-        )
-    if log_weights.numel() == 0 and not allow_empty:
-        raise ValueError("log_weights must not be empty")
-    lw = log_weights.detach().double()
-    if bool(torch.isnan(lw).any() | (lw == float("inf")).any()):
-        raise ValueError("log_weights must not contain nan or +inf")
-    return lw
-
-
-def effective_sample_size(log_weights: Tensor, normalize: bool = True) -> Tensor:
-    """Kish effective sample size ``exp(2 LSE(log w) - LSE(2 log w))`` (divided by ``N`` when ``normalize``).
-
-    ``-inf`` entries are zero weights (they count in ``N``).
-
-    Args:
-        log_weights: unnormalised log importance weights ``(N,)``.
-        normalize: return ESS / N.
-
-    Raises:
-        TypeError: if ``log_weights`` is not a tensor.
-        ValueError: if it is not 1-D, is empty or contains ``nan``/``+inf``.
-
-    Example:
-        >>> round(float(effective_sample_size(torch.log(torch.tensor([1.0, 1.0, 2.0])))), 4)  # 16 / 6 / 3
-        0.8889
-    """
-    lw = _check_log_weights(log_weights)
-    if not bool(torch.isfinite(lw).any()):
-        return torch.tensor(0.0, dtype=torch.float64)
-    ess = torch.exp(2 * torch.logsumexp(lw, 0) - torch.logsumexp(2 * lw, 0))
-    return ess / lw.numel() if normalize else ess
-
-
 def wasserstein_1d(a: Tensor, b: Tensor, p: int = 2) -> Tensor:
     """Exact ``W_p^p`` between the empirical (uniform-weight) distributions of 1-D samples ``a`` and ``b``.
 
@@ -83,7 +36,7 @@ def wasserstein_1d(a: Tensor, b: Tensor, p: int = 2) -> Tensor:
         >>> float(wasserstein_1d(torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0])))
         1.0
     """
-    a, b = torch.sort(_as_1d(a, "a")).values, torch.sort(_as_1d(b, "b")).values
+    a, b = torch.sort(flat_double(a, "a")).values, torch.sort(flat_double(b, "b")).values
     n, m = a.numel(), b.numel()
     t = torch.unique(
         torch.cat([torch.arange(1, n + 1, dtype=torch.float64) / n, torch.arange(1, m + 1, dtype=torch.float64) / m])
@@ -108,7 +61,7 @@ def energy_w2(generated: Tensor, reference: Tensor, clip: float | None = None) -
         >>> float(energy_w2(torch.tensor([0.0, 1.0]), torch.tensor([2.0, 3.0])))
         2.0
     """
-    ref, gen = _as_1d(reference, "reference"), _as_1d(generated, "generated")
+    ref, gen = flat_double(reference, "reference"), flat_double(generated, "generated")
     if clip is not None:
         if not clip > 0:
             raise ValueError(f"clip must be None or positive, got {clip}")

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from torch import nn
 
-from lightning_icml26.metrics.consistency import RolloutConsistency
+from lightning_icml26.metrics.itc import RolloutConsistency
 from lightning_icml26.modules.itc.rollout import rollout
 from lightning_icml26.modules.itc.vq import VQTokenizer
 from lightning_icml26.ops import DECODERS, ITCDecoder

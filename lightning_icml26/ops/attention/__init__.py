@@ -1,54 +1,64 @@
-"""Attention for context parallelism: dense reference, Ulysses, ring and UPipe, with one signature.
+"""Attention in three families that never import each other, all re-exported here.
 
-Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H`` heads, k/v have ``G`` (GQA, ``G`` divides
-``H``, query head ``h`` uses KV head ``h // (H/G)``). Every backend takes keyword arguments ``cp`` (a
-``ContextParallelGroup``, ``ProcessGroup`` or ``None``), ``causal``, ``scale`` and ``layout``.
+* :mod:`~lightning_icml26.ops.attention.context_parallel`: dense reference, Ulysses, ring and UPipe, with one
+  signature, and their routing into models. Tensors are ``(batch, seq_local, heads, head_dim)``; q has ``H``
+  heads, k/v have ``G`` (GQA, ``G`` divides ``H``, query head ``h`` uses KV head ``h // (H/G)``). Every backend
+  takes keyword arguments ``cp`` (a ``ContextParallelGroup``, ``ProcessGroup`` or ``None``), ``causal``,
+  ``scale`` and ``layout``.
+* :mod:`~lightning_icml26.ops.attention.isa`: ISA, in-context sparse attention, and its block-sparse baseline.
+* :mod:`~lightning_icml26.ops.attention.kv_memory`: ARM and the fixed-KV-budget baselines (GSA, eviction).
 """
 
 from __future__ import annotations
 
-from lightning_icml26.ops.attention._kernels import apply_rotary
-from lightning_icml26.ops.attention.arm import (
-    ARM_READ_POLICIES,
-    ARM_WRITE_MODES,
-    ARMAttention,
-    ARMCache,
-    read_cost_at,
-)
-from lightning_icml26.ops.attention.block_sparse import topk_block_attention
-from lightning_icml26.ops.attention.decode_check import check_decode_step
-from lightning_icml26.ops.attention.dense import dense_attention
-from lightning_icml26.ops.attention.gsa import GatedSlotAttention, GSACache
-from lightning_icml26.ops.attention.hf_fused import (
-    FusedHFAttentionForward,
-    fused_unsupported_reason,
-    install_fused_forward,
-    remove_fused_forward,
-)
-from lightning_icml26.ops.attention.isa import ISA_ROUTINGS, isa_attention
-from lightning_icml26.ops.attention.isa_module import ISAAttention, SDPAAttention
-from lightning_icml26.ops.attention.kv_eviction import EVICTION_KINDS, EvictionAttention, KVCache
-from lightning_icml26.ops.attention.kv_kinds import KV_ATTENTION_KINDS, build_kv_attention
-from lightning_icml26.ops.attention.memory import LiveBytesTracker, SavedTensorBytes
-from lightning_icml26.ops.attention.module import (
+from lightning_icml26.ops.attention.context_parallel import (
     ATTENTION_BACKENDS,
-    RotaryEmbedding,
-    UPipeAttention,
-    get_attention_backend,
-)
-from lightning_icml26.ops.attention.ring import ring_attention
-from lightning_icml26.ops.attention.routing import (
     ATTENTION_CHOICES,
     HF_ATTENTION_NAMES,
     ContextParallelAttentionConfig,
+    FusedHFAttentionForward,
+    LiveBytesTracker,
+    RotaryEmbedding,
+    SavedTensorBytes,
+    UPipeAttention,
+    apply_rotary,
     check_heads,
+    dense_attention,
+    fused_unsupported_reason,
+    get_attention_backend,
+    install_fused_forward,
     register_hf_attention,
+    remove_fused_forward,
+    ring_attention,
     route_attention,
     route_hf_model,
+    ulysses_attention,
+    upipe_attention,
+    upipe_qkv_attention,
+    upipe_schedule,
 )
-from lightning_icml26.ops.attention.ulysses import ulysses_attention
-from lightning_icml26.ops.attention.upipe import upipe_qkv_attention, upipe_schedule
-from lightning_icml26.ops.attention.upipe_fused import upipe_attention
+from lightning_icml26.ops.attention.isa import (
+    ISA_ROUTINGS,
+    ISAAttention,
+    SDPAAttention,
+    isa_attention,
+    topk_block_attention,
+)
+from lightning_icml26.ops.attention.kv_memory import (
+    ARM_READ_POLICIES,
+    ARM_WRITE_MODES,
+    EVICTION_KINDS,
+    KV_ATTENTION_KINDS,
+    ARMAttention,
+    ARMCache,
+    EvictionAttention,
+    GatedSlotAttention,
+    GSACache,
+    KVCache,
+    build_kv_attention,
+    check_decode_step,
+    read_cost_at,
+)
 
 __all__ = [
     "apply_rotary",
