@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Modules that exist to hold one extra's code and import it at the top; their parent package loads them on
 # first access through `_optional.require`, which names the extra (checked below for every `__all__` name).
 NEEDS_EXTRA = {
-    "lightning_icml26.ops.attention.isa_triton": "triton",
+    "lightning_icml26.ops.attention.isa.triton_kernels": "triton",
     "lightning_icml26.data.rl.envs": "gymnasium",
     "lightning_icml26.tasks.r4_online": "gymnasium",
 }
