@@ -14,8 +14,8 @@ import torch
 from torch import Tensor
 from torchmetrics.utilities.data import dim_zero_cat
 
-from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26._checks import check_log_weights
+from lightning_icml26.metrics._plot import PlottableMetric
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
 
 __all__ = ["EffectiveSampleSize", "EnergyW2", "TICAW2", "TorusW2"]
