@@ -44,6 +44,10 @@ GPU_PENDING = "GPU run pending"
 ROLES = ("canonical", "diagnostic", "variant")
 CLAIMS = {"paper": "paper (in miniature)", "ours": "ours"}
 UNKNOWN = "not recorded"
+# The commit whose tree still holds the per-seed and earlier files that benchmarks/results/ was cut down from: a
+# command's input that is no longer in the tree is printed as `HISTORY:benchmarks/results/<name>` (a `git show`
+# path), so docs/results.md never names a results file that is not there.
+HISTORY = "e54e68d"
 
 
 @dataclass
@@ -113,10 +117,21 @@ class Record:
 
 
 def load_manifest() -> tuple[dict[str, dict[str, str]], list[Record]]:
-    """The manifest's methods and its files (with their JSON loaded), checked for consistency."""
+    """The manifest's methods and its files (with their JSON loaded), checked for consistency.
+
+    Files under `[[other]]` (records of no one method) come back with method and role ``"other"``.
+    """
     manifest = tomllib.loads(MANIFEST.read_text(encoding="utf-8"))
     methods: dict[str, dict[str, str]] = manifest["methods"]
     records = []
+    for entry in manifest.get("other", []):
+        rec = Record(entry["name"], "other", "other", "ours", entry.get("why", ""))
+        path = RESULTS / rec.name
+        if not path.is_file():
+            raise ValueError(f"MANIFEST.toml lists {rec.name!r}, which is not in benchmarks/results/")
+        if rec.is_json:
+            rec.data = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda c: float(c))
+        records.append(rec)
     for entry in manifest["file"]:
         rec = Record(entry["name"], entry["method"], entry["role"], entry.get("claim", ""), entry.get("why", ""))
         if rec.method not in methods:
@@ -177,6 +192,15 @@ def _fmt(value: float | None) -> str:
     return f"{value:.3e}"
 
 
+def _in_tree_or_history(command: str) -> str:
+    """The command with every `benchmarks/results/<name>` that is not in the tree prefixed by `HISTORY:`."""
+
+    def sub(m: re.Match[str]) -> str:
+        return m.group(0) if (RESULTS / m.group(1)).is_file() else f"{HISTORY}:{m.group(0)}"
+
+    return re.sub(r"(?<![\w:/.-])benchmarks/results/([\w.-]+)", sub, command)
+
+
 def _code(text: str) -> str:
     return "`" + text.replace("`", "'") + "`"
 
@@ -192,6 +216,9 @@ def results_markdown(methods: dict[str, dict[str, str]], records: list[Record]) 
         "`benchmarks/results/MANIFEST.toml`) by `python scripts/build_results.py`, which also writes the status",
         "column of the README's methods table; a test fails when this page or that column differs from what the",
         "script writes now.",
+        "",
+        f"A command's input that is no longer in the tree is shown as `{HISTORY}:benchmarks/results/<name>`: the",
+        f"file as it stands in commit {HISTORY}, readable with `git show {HISTORY}:benchmarks/results/<name>`.",
         "",
         "A method's status comes from its **canonical** files only: `claim shown` (every measured target met),",
         "`partly shown` (some met), `claim missed` (none met), `not measured` (no canonical record, or no target",
@@ -211,9 +238,12 @@ def results_markdown(methods: dict[str, dict[str, str]], records: list[Record]) 
         verdict, detail = status(slug, methods, records)
         files = ", ".join(_code(r.name) for r in records if r.method == slug and r.role == "canonical") or "none"
         lines.append(f"| [{meta['title']}]({slug}.md) | {verdict} | {detail} | {files} |")
-    for slug, meta in methods.items():
-        recs = [r for r in records if r.method == slug]
-        lines += ["", f"## {meta['title']}", ""]
+    sections = [(meta["title"], [r for r in records if r.method == slug]) for slug, meta in methods.items()]
+    other = [r for r in records if r.method == "other"]
+    if other:
+        sections.append(("Other records (of the package, no one method)", other))
+    for title, recs in sections:
+        lines += ["", f"## {title}", ""]
         if not recs:
             lines.append("No benchmark record in `benchmarks/results/`.")
             continue
@@ -223,7 +253,7 @@ def results_markdown(methods: dict[str, dict[str, str]], records: list[Record]) 
             if not rec.is_json:
                 lines += ["- a Markdown table, not a JSON record: no targets.", ""]
                 continue
-            lines.append(f"- command: {_code(rec.command)}")
+            lines.append(f"- command: {_code(_in_tree_or_history(rec.command))}")
             lines.append(f"- date: {rec.date}")
             torch = (rec.data.get("machine") or {}).get("torch")
             lines.append(f"- torch: {torch or UNKNOWN}")
