@@ -27,7 +27,7 @@ export JAX_PLATFORMS := cpu
 export MPLBACKEND := Agg
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install demo test test-fast lint data clean
+.PHONY: install demo test test-fast lint data clean gpu-check
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
