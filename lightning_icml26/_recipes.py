@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import os
 import signal
 import threading
@@ -40,6 +39,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from lightning_icml26 import _schema
+from lightning_icml26._arguments import argument_problems
 from lightning_icml26._catalog import (
     CONFIG_MODULE,
     RecipeInfo,
@@ -48,8 +48,8 @@ from lightning_icml26._catalog import (
     recipes_dir,
     resolve_run_dir,
 )
-from lightning_icml26._outputs import CsvHistory, atomic_write_text
-from lightning_icml26.callbacks import MetricsPlot
+from lightning_icml26._outputs import CsvHistory, atomic_write_text, write_summary
+from lightning_icml26.callbacks import MetricsPlot, NonFiniteLossError
 
 __all__ = [
     "BuiltRecipe",
@@ -57,6 +57,8 @@ __all__ = [
     "RecipeInfo",
     "build",
     "compose",
+    "error_line",
+    "failure_status",
     "finalize",
     "global_rank",
     "list_recipes",
@@ -241,6 +243,28 @@ def _named_nodes(cfg: DictConfig, key: str) -> dict[str, Any]:
     return {str(name): value for name, value in node.items() if value is not None}
 
 
+#: The object nodes in the order they are checked: the trainer last, since it holds the strategy node again.
+_CHECKED_NODES = ("task", "data", "model", "callbacks", "logger", "strategy", "trainer")
+
+
+def check_arguments(cfg: DictConfig) -> None:
+    """Raise :class:`RecipeError` for the first key or value an object node's target would refuse.
+
+    Example:
+        >>> check_arguments(compose("quickstart", ["+model.hidden=3"], run_dir="/tmp/doc_check"))
+        Traceback (most recent call last):
+        ...
+        lightning_icml26._recipes.RecipeError: model.hidden: 'hidden' is not an argument of ...
+    """
+    keys = ("task",) if cfg.get("task") is not None else _CHECKED_NODES[1:]
+    for key in keys:
+        node = cfg.get(key)
+        problems = argument_problems(node, key) if node is not None else []
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise RecipeError(problems[0] + more)
+
+
 def build(cfg: DictConfig) -> BuiltRecipe:
     """Instantiate every object of a composed recipe (nothing is trained or called).
 
@@ -250,14 +274,23 @@ def build(cfg: DictConfig) -> BuiltRecipe:
     Returns:
         The objects, ready to run.
 
+    Before building, every key and plain value of the object nodes is checked against its target's
+    signature (:func:`~lightning_icml26._arguments.argument_problems`), so that a value of the wrong type
+    is refused here, naming its key, rather than at its first use during the run.
+
     Raises:
-        RecipeError: naming the first node that cannot be built.
+        RecipeError: naming the first key or node that is refused.
 
     Example:
         >>> built = build(compose("quickstart", ["trainer.max_epochs=1"], run_dir="/tmp/doc_build"))
         >>> type(built.model).__name__, type(built.trainer).__name__
         ('ClassifierModule', 'Trainer')
+        >>> build(compose("quickstart", ["model.optimizer.lr=fast"], run_dir="/tmp/doc_build"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_icml26._recipes.RecipeError: model.optimizer.lr: 'fast' does not fit torch.optim.AdamW's argument ...
     """
+    check_arguments(cfg)
     if cfg.get("task") is not None:
         task = _instantiate(cfg.task, "task")
         if not callable(task):
@@ -296,9 +329,13 @@ def _scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run a composed recipe end to end and return its summary.
 
-    Rank zero writes ``config.yaml`` (resolved) and ``summary.json`` into ``cfg.run_dir``, atomically. The
-    summary's ``status`` is ``"finished"``, or ``"interrupted"`` after a Ctrl-C during ``fit`` (then the
-    test stage is skipped and the plots are written from the epochs seen).
+    Every object is built (and the configuration checked) before anything is written: a refused
+    configuration raises :class:`RecipeError` and leaves the run folder untouched. Then rank zero writes
+    ``config.yaml`` (resolved) and, however the run ends, ``summary.json`` into ``cfg.run_dir``, atomically
+    (:func:`~lightning_icml26._outputs.write_summary`). The summary's ``status`` is ``"finished"``,
+    ``"interrupted"`` after a Ctrl-C (then the test stage is skipped and the plots are written from the
+    epochs seen), ``"diverged"`` after a non-finite loss or ``"failed"`` after any other error, which is
+    re-raised; the last two carry the ``error`` line.
 
     Args:
         cfg: a config from :func:`compose` (or the resolved config of a Hydra job).
@@ -373,27 +410,66 @@ def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[s
     return status, figures
 
 
+def error_line(error: BaseException) -> str:
+    """The one line the CLI prints after ``error:`` for ``error`` (and ``summary.json`` keeps as ``error``).
+
+    Example:
+        >>> error_line(RecipeError("model.lr: 'fast' does not fit"))
+        "model.lr: 'fast' does not fit"
+        >>> try:
+        ...     raise RuntimeError("Error in call to target 'X'") from ValueError("lr must be positive")
+        ... except RuntimeError as caught:
+        ...     error_line(caught)
+        'ValueError: lr must be positive'
+    """
+    return str(error) if isinstance(error, RecipeError) else describe_root_cause(error)
+
+
+def failure_status(error: BaseException) -> str:
+    """``"diverged"`` when the run stopped on a non-finite loss, ``"failed"`` otherwise.
+
+    Example:
+        >>> from lightning_icml26.callbacks import NonFiniteLossError
+        >>> failure_status(NonFiniteLossError("training loss is nan")), failure_status(OSError("disk full"))
+        ('diverged', 'failed')
+    """
+    return "diverged" if isinstance(root_cause(error), NonFiniteLossError) else "failed"
+
+
 def _run_in(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    if global_rank() == 0:
-        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
     pl.seed_everything(int(cfg.get("seed", 0)), workers=True, verbose=False)
     start = time.perf_counter()
-    built = build(cfg)
-    if built.task is not None:
-        result = built.task()
-        figures = dict(result) if isinstance(result, Mapping) else {"result": result}
-        status, is_zero = "finished", global_rank() == 0
-    else:
-        status, figures = _fit_and_test(cfg, built, run_dir)
-        is_zero = built.trainer.is_global_zero
-    summary: dict[str, Any] = {
-        "recipe": cfg.get("recipe", ""),
-        "status": status,
-        "run_dir": str(run_dir),
-        "seconds": time.perf_counter() - start,
-        "metrics": figures,
-    }
+    built = build(cfg)  # a refused configuration stops here: nothing is written into the run folder
+    is_zero = global_rank() == 0 if built.trainer is None else built.trainer.is_global_zero
     if is_zero:
-        atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
+    recipe = str(cfg.get("recipe", ""))
+    try:
+        if built.task is not None:
+            try:
+                result = built.task()
+            except KeyboardInterrupt:  # a task has no Lightning loop to catch Ctrl-C: the verdict is written here
+                result, status = {}, "interrupted"
+            else:
+                status = "finished"
+            figures = dict(result) if isinstance(result, Mapping) else {"result": result}
+        else:
+            status, figures = _fit_and_test(cfg, built, run_dir)
+    except BaseException as error:
+        if is_zero and isinstance(error, Exception):
+            write_summary(
+                run_dir,
+                recipe=recipe,
+                status=failure_status(error),
+                seconds=time.perf_counter() - start,
+                metrics=_scalars(built.trainer.callback_metrics) if built.trainer is not None else {},
+                error=error_line(error),
+            )
+        raise
+    seconds = time.perf_counter() - start
+    if is_zero:
+        summary = write_summary(run_dir, recipe=recipe, status=status, seconds=seconds, metrics=figures)
+    else:
+        summary = {"recipe": recipe, "status": status, "run_dir": str(run_dir), "seconds": seconds, "metrics": figures}
     summary["is_global_zero"] = is_zero
     return summary
