@@ -27,9 +27,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from hydra.utils import get_object
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
-__all__ = ["argument_problems", "fits_hint"]
+from lightning_icml26._requirements import Requirement, declared_requirements
+
+__all__ = ["argument_problems", "fits_hint", "recipe_requirements"]
 
 _SPECIAL_KEYS = frozenset({"_target_", "_partial_", "_convert_", "_recursive_", "_args_"})
 _PLAIN = (bool, int, float, str, type(None))
@@ -214,3 +216,40 @@ def argument_problems(node: Any, path: str = "") -> list[str]:
             if isinstance(child, DictConfig | ListConfig):
                 problems.extend(argument_problems(child, f"{path}[{index}]"))
     return problems
+
+
+def recipe_requirements(node: Any, path: str = "") -> list[tuple[str, Requirement]]:
+    """The optional packages every ``_target_`` of ``node`` declares for its arguments, with the node's key.
+
+    Targets declare them with :func:`~lightning_icml26._requirements.declare_requirements`; a target that
+    cannot be imported declares nothing here (:func:`argument_problems` reports it).
+
+    Example:
+        >>> from omegaconf import OmegaConf
+        >>> cfg = OmegaConf.create({"callbacks": {"plot": {"_target_": "lightning_icml26.callbacks.MetricsPlot"}}})
+        >>> [(key, r.module, r.extra) for key, r in recipe_requirements(cfg)]
+        [('callbacks.plot', 'matplotlib', 'plots')]
+    """
+    found: list[tuple[str, Requirement]] = []
+    if isinstance(node, DictConfig):
+        if isinstance(node.get("_target_"), str):
+            try:
+                target = get_object(str(node._target_))
+            except Exception:
+                target = None
+            if target is not None:
+                arguments = {
+                    str(k): OmegaConf.to_container(v, resolve=True) if isinstance(v, DictConfig | ListConfig) else v
+                    for k, v in node.items()
+                    if str(k) not in _SPECIAL_KEYS
+                }
+                found.extend((path, r) for r in declared_requirements(target, arguments))
+        for key in node:
+            child = node[key]
+            if isinstance(child, DictConfig | ListConfig):
+                found.extend(recipe_requirements(child, f"{path}.{key}" if path else str(key)))
+    elif isinstance(node, ListConfig):
+        for index, child in enumerate(node):
+            if isinstance(child, DictConfig | ListConfig):
+                found.extend(recipe_requirements(child, f"{path}[{index}]"))
+    return found

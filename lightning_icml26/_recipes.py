@@ -39,7 +39,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from lightning_icml26 import _schema
-from lightning_icml26._arguments import argument_problems
+from lightning_icml26._arguments import argument_problems, recipe_requirements
+from lightning_icml26._requirements import Requirement
 from lightning_icml26._catalog import (
     CONFIG_MODULE,
     RecipeInfo,
@@ -57,11 +58,13 @@ __all__ = [
     "RecipeInfo",
     "build",
     "compose",
+    "apply_smoke",
     "error_line",
     "failure_status",
     "finalize",
     "global_rank",
     "list_recipes",
+    "missing_requirements",
     "one_line",
     "recipes_dir",
     "resolve_run_dir",
@@ -156,8 +159,38 @@ def check_recipe(recipe: str) -> None:
         raise RecipeError(f"unknown recipe '{recipe}'; choose one of: {', '.join(names)}")
 
 
+def apply_smoke(cfg: DictConfig) -> DictConfig:
+    """Merge ``smoke_settings`` over a composed recipe when it runs as a smoke test (``trainer=smoke``).
+
+    The settings come after everything the recipe (or an override) set, so that a smoke test is two batches
+    of one epoch whatever the recipe says; a recipe adds its own (its task's sizes, a callback's cadence).
+    Nothing changes when ``smoke`` is false.
+
+    Raises:
+        RecipeError: a smoke setting names a key the recipe does not have.
+
+    Example:
+        >>> cfg = compose("quickstart", ["trainer=smoke"], run_dir="/tmp/doc")
+        >>> cfg.trainer.max_epochs, cfg.trainer.limit_train_batches, cfg.smoke
+        (1, 2, True)
+        >>> compose("quickstart", [], run_dir="/tmp/doc").trainer.max_epochs
+        25
+    """
+    settings = cfg.get("smoke_settings")
+    if not cfg.get("smoke") or settings is None:
+        return cfg
+    try:
+        merged = OmegaConf.merge(cfg, {key: value for key, value in settings.items() if key != "smoke_settings"})
+    except OmegaConfBaseException as error:
+        raise RecipeError(f"cannot apply the smoke settings of '{cfg.get('recipe', '?')}': {one_line(error)}") from None
+    assert isinstance(merged, DictConfig)
+    return merged
+
+
 def finalize(cfg: DictConfig) -> DictConfig:
-    """Resolve every interpolation of a composed recipe in place (errors become :class:`RecipeError`).
+    """Apply the smoke settings (:func:`apply_smoke`) and resolve every interpolation of a composed recipe.
+
+    Errors become :class:`RecipeError`.
 
     Example:
         >>> from omegaconf import OmegaConf
@@ -165,6 +198,7 @@ def finalize(cfg: DictConfig) -> DictConfig:
         1
     """
     try:
+        cfg = apply_smoke(cfg)
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as error:
         raise RecipeError(f"cannot resolve recipe '{cfg.get('recipe', '?')}': {one_line(error)}") from None
@@ -265,6 +299,37 @@ def check_arguments(cfg: DictConfig) -> None:
             raise RecipeError(problems[0] + more)
 
 
+def missing_requirements(cfg: DictConfig) -> list[Requirement]:
+    """The optional packages the recipe's objects declare and this environment lacks (each once).
+
+    Example:
+        >>> missing_requirements(compose("quickstart", [], run_dir="/tmp/doc_check"))
+        []
+    """
+    keys = ("task",) if cfg.get("task") is not None else _CHECKED_NODES[1:]
+    missing: list[Requirement] = []
+    for key in keys:
+        node = cfg.get(key)
+        for _, requirement in recipe_requirements(node, key) if node is not None else []:
+            if not requirement.is_met() and requirement.module not in [m.module for m in missing]:
+                missing.append(requirement)
+    return missing
+
+
+def check_requirements(cfg: DictConfig) -> None:
+    """Raise :class:`RecipeError` naming the extra of the first optional package the recipe needs and lacks.
+
+    Every ``_target_`` of the recipe is asked what it will need (plots drawn after training included), so
+    that a missing package is found before the first step, not after training.
+    """
+    keys = ("task",) if cfg.get("task") is not None else _CHECKED_NODES[1:]
+    for key in keys:
+        node = cfg.get(key)
+        for where, requirement in recipe_requirements(node, key) if node is not None else []:
+            if not requirement.is_met():
+                raise RecipeError(requirement.message(where))
+
+
 def build(cfg: DictConfig) -> BuiltRecipe:
     """Instantiate every object of a composed recipe (nothing is trained or called).
 
@@ -276,7 +341,8 @@ def build(cfg: DictConfig) -> BuiltRecipe:
 
     Before building, every key and plain value of the object nodes is checked against its target's
     signature (:func:`~lightning_icml26._arguments.argument_problems`), so that a value of the wrong type
-    is refused here, naming its key, rather than at its first use during the run.
+    is refused here, naming its key, rather than at its first use during the run; and every optional
+    package the objects declare they will need is looked for (:func:`check_requirements`).
 
     Raises:
         RecipeError: naming the first key or node that is refused.
@@ -291,6 +357,7 @@ def build(cfg: DictConfig) -> BuiltRecipe:
         lightning_icml26._recipes.RecipeError: model.optimizer.lr: 'fast' does not fit torch.optim.AdamW's argument ...
     """
     check_arguments(cfg)
+    check_requirements(cfg)
     if cfg.get("task") is not None:
         task = _instantiate(cfg.task, "task")
         if not callable(task):

@@ -29,11 +29,18 @@ from lightning_icml26.algorithms.fairness import (
 )
 from lightning_icml26.callbacks import FairReductionCallback
 from lightning_icml26.data import load_fair_dataset, split_indices
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.modules import ClassifierModule
 
 __all__ = ["fair_frontier_task"]
 
 
+@declare_requirements(
+    [
+        Requirement("pandas", "tabular", "the tabular data"),
+        Requirement("matplotlib", "plots", "frontier.png"),
+    ]
+)
 def fair_frontier_task(
     out_dir: str | Path,
     dataset: str = "compas",
