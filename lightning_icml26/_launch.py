@@ -157,7 +157,7 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
     saved_argv = sys.argv
     sys.argv = [spec.program, "run", spec.recipe, *HydraConfig.get().overrides.task]
     try:
-        cfg = _recipes.finalize(cfg)
+        cfg = _recipes.finalize(cfg, HydraConfig.get().overrides.task)
         if spec.dry_run:
             steps = rehearse(_recipes.build(cfg))
             print(OmegaConf.to_yaml(cfg), end="")

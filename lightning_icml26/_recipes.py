@@ -32,6 +32,7 @@ import lightning.pytorch as pl
 from hydra import compose as hydra_compose
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger
@@ -159,12 +160,13 @@ def check_recipe(recipe: str) -> None:
         raise RecipeError(f"unknown recipe '{recipe}'; choose one of: {', '.join(names)}")
 
 
-def apply_smoke(cfg: DictConfig) -> DictConfig:
+def apply_smoke(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     """Merge ``smoke_settings`` over a composed recipe when it runs as a smoke test (``trainer=smoke``).
 
-    The settings come after everything the recipe (or an override) set, so that a smoke test is two batches
-    of one epoch whatever the recipe says; a recipe adds its own (its task's sizes, a callback's cadence).
-    Nothing changes when ``smoke`` is false.
+    The settings come after everything the recipe set, so that a smoke test is two batches of one epoch
+    whatever the recipe says; a recipe adds its own (its task's sizes, a callback's cadence). A value the
+    command line sets explicitly (``trainer=smoke trainer.max_epochs=2``) still wins. Nothing changes when
+    ``smoke`` is false.
 
     Raises:
         RecipeError: a smoke setting names a key the recipe does not have.
@@ -175,19 +177,34 @@ def apply_smoke(cfg: DictConfig) -> DictConfig:
         (1, 2, True)
         >>> compose("quickstart", [], run_dir="/tmp/doc").trainer.max_epochs
         25
+        >>> compose("quickstart", ["trainer=smoke", "trainer.max_epochs=2"], run_dir="/tmp/doc").trainer.max_epochs
+        2
     """
     settings = cfg.get("smoke_settings")
     if not cfg.get("smoke") or settings is None:
         return cfg
     try:
         merged = OmegaConf.merge(cfg, {key: value for key, value in settings.items() if key != "smoke_settings"})
+        assert isinstance(merged, DictConfig)
+        for override in OverridesParser.create().parse_overrides(list(overrides)):
+            key = override.key_or_group
+            leaf = OmegaConf.select(settings, key, default=None)
+            if override.is_delete() or leaf is None or isinstance(leaf, DictConfig | ListConfig):
+                continue  # not a smoke setting (or a whole group): the composition already has it
+            OmegaConf.update(merged, key, cfg_value(cfg, key), force_add=False)
     except OmegaConfBaseException as error:
         raise RecipeError(f"cannot apply the smoke settings of '{cfg.get('recipe', '?')}': {one_line(error)}") from None
-    assert isinstance(merged, DictConfig)
     return merged
 
 
-def finalize(cfg: DictConfig) -> DictConfig:
+def cfg_value(cfg: DictConfig, key: str) -> Any:
+    """The value at dotted ``key`` of ``cfg``, unresolved (an interpolation stays one)."""
+    parent, _, leaf = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    return node._get_node(leaf)._value() if isinstance(node, DictConfig) else None
+
+
+def finalize(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     """Apply the smoke settings (:func:`apply_smoke`) and resolve every interpolation of a composed recipe.
 
     Errors become :class:`RecipeError`.
@@ -198,7 +215,7 @@ def finalize(cfg: DictConfig) -> DictConfig:
         1
     """
     try:
-        cfg = apply_smoke(cfg)
+        cfg = apply_smoke(cfg, overrides)
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as error:
         raise RecipeError(f"cannot resolve recipe '{cfg.get('recipe', '?')}': {one_line(error)}") from None
@@ -242,7 +259,7 @@ def compose(recipe: str, overrides: Sequence[str] = (), run_dir: str | Path | No
         raise RecipeError(one_line(error)) from None
     finally:
         GlobalHydra.instance().clear()
-    return finalize(cfg)
+    return finalize(cfg, overrides)
 
 
 def _instantiate(node: Any, where: str) -> Any:
