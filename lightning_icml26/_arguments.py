@@ -80,16 +80,12 @@ def fits_hint(value: Any, hint: Any) -> bool | None:
         return False if (isinstance(hint, type) or origin is not None) else None
     if isinstance(value, list | tuple):
         return _fits_sequence(value, hint, origin, args)
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if hint is complex:
-        return isinstance(value, int | float | complex) and not isinstance(value, bool)
+    return _fits_scalar(value, hint, origin)
+
+
+def _fits_scalar(value: Any, hint: Any, origin: Any) -> bool | None:
+    if hint in _NUMBERS:
+        return _NUMBERS[hint](value)
     if isinstance(hint, type) and issubclass(hint, os.PathLike):
         return isinstance(value, str)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -102,6 +98,15 @@ def fits_hint(value: Any, hint: Any) -> bool | None:
     if isinstance(hint, type) and hint.__module__ not in ("typing", "collections.abc"):
         return isinstance(value, hint)
     return None
+
+
+_NUMBERS: dict[Any, Callable[[Any], bool]] = {
+    bool: lambda value: isinstance(value, bool),
+    int: lambda value: isinstance(value, int) and not isinstance(value, bool),
+    float: lambda value: isinstance(value, int | float) and not isinstance(value, bool),
+    complex: lambda value: isinstance(value, int | float | complex) and not isinstance(value, bool),
+    str: lambda value: isinstance(value, str),
+}
 
 
 def _fits_sequence(value: list[Any] | tuple[Any, ...], hint: Any, origin: Any, args: tuple[Any, ...]) -> bool | None:
@@ -134,7 +139,7 @@ def _hints(target: Callable[..., Any]) -> dict[str, Any]:
         namespace = getattr(inspect.unwrap(function), "__globals__", {})
         for name, annotation in getattr(function, "__annotations__", {}).items():
             try:
-                hints[name] = eval(annotation, namespace) if isinstance(annotation, str) else annotation  # noqa: S307
+                hints[name] = eval(annotation, namespace) if isinstance(annotation, str) else annotation
             except Exception:
                 continue
         return hints
@@ -210,11 +215,11 @@ def argument_problems(node: Any, path: str = "") -> list[str]:
         for key in node:
             child = node[key]
             if isinstance(child, DictConfig | ListConfig):
-                problems.extend(argument_problems(child, f"{path}.{key}" if path else str(key)))
+                problems.extend(argument_problems(child, f"{path}.{key!s}" if path else str(key)))
     elif isinstance(node, ListConfig):
         for index, child in enumerate(node):
             if isinstance(child, DictConfig | ListConfig):
-                problems.extend(argument_problems(child, f"{path}[{index}]"))
+                problems.extend(argument_problems(child, f"{path}[{index!s}]"))
     return problems
 
 
@@ -247,9 +252,9 @@ def recipe_requirements(node: Any, path: str = "") -> list[tuple[str, Requiremen
         for key in node:
             child = node[key]
             if isinstance(child, DictConfig | ListConfig):
-                found.extend(recipe_requirements(child, f"{path}.{key}" if path else str(key)))
+                found.extend(recipe_requirements(child, f"{path}.{key!s}" if path else str(key)))
     elif isinstance(node, ListConfig):
         for index, child in enumerate(node):
             if isinstance(child, DictConfig | ListConfig):
-                found.extend(recipe_requirements(child, f"{path}[{index}]"))
+                found.extend(recipe_requirements(child, f"{path}[{index!s}]"))
     return found

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import json
+import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path

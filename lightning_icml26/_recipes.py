@@ -41,7 +41,6 @@ from omegaconf.errors import OmegaConfBaseException
 
 from lightning_icml26 import _schema
 from lightning_icml26._arguments import argument_problems, recipe_requirements
-from lightning_icml26._requirements import Requirement
 from lightning_icml26._catalog import (
     CONFIG_MODULE,
     RecipeInfo,
@@ -51,6 +50,7 @@ from lightning_icml26._catalog import (
     resolve_run_dir,
 )
 from lightning_icml26._outputs import CsvHistory, atomic_write_text, write_summary
+from lightning_icml26._requirements import Requirement
 from lightning_icml26.callbacks import MetricsPlot, NonFiniteLossError
 
 __all__ = [
@@ -201,7 +201,8 @@ def cfg_value(cfg: DictConfig, key: str) -> Any:
     """The value at dotted ``key`` of ``cfg``, unresolved (an interpolation stays one)."""
     parent, _, leaf = key.rpartition(".")
     node = OmegaConf.select(cfg, parent) if parent else cfg
-    return node._get_node(leaf)._value() if isinstance(node, DictConfig) else None
+    child = node._get_node(leaf) if isinstance(node, DictConfig) else None
+    return child._value() if child is not None else None
 
 
 def finalize(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:

@@ -36,8 +36,9 @@ class Requirement(NamedTuple):
         """One line naming the package, who needs it and the command that installs it.
 
         Example:
-            >>> Requirement("matplotlib", "plots", "metrics.png").message("callbacks.plot")
-            "the optional package 'matplotlib' is not installed; callbacks.plot needs it for metrics.png: pip install 'lightning-icml26[plots]'"
+            >>> print(Requirement("matplotlib", "plots", "metrics.png").message("callbacks.plot"))
+            the optional package 'matplotlib' is not installed; callbacks.plot needs it for metrics.png:
+            pip install 'lightning-icml26[plots]'
         """
         need = f"; {who} needs it" if who else ""
         purpose = f" for {self.purpose}" if self.purpose and who else ""
@@ -101,7 +102,7 @@ def declared_requirements(target: Any, arguments: Mapping[str, Any]) -> list[Req
         parameters = inspect.signature(target).parameters
     except (TypeError, ValueError):
         parameters = {}  # type: ignore[assignment]
-    settings = {
-        name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty
-    } | dict(arguments)
+    settings = {name: p.default for name, p in parameters.items() if p.default is not inspect.Parameter.empty} | dict(
+        arguments
+    )
     return list(declaration(settings))

@@ -18,6 +18,7 @@ from lightning.pytorch import Trainer, seed_everything
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.fairness import (
     ExponentiatedGradientReduction,
     FairPostProcessor,
@@ -29,7 +30,6 @@ from lightning_icml26.algorithms.fairness import (
 )
 from lightning_icml26.callbacks import FairReductionCallback
 from lightning_icml26.data import load_fair_dataset, split_indices
-from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.modules import ClassifierModule
 
 __all__ = ["fair_frontier_task"]

@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks import EarlyStopping
 
-from lightning_icml26.algorithms import ImaginationConfig, TokenPolicy, train_in_imagination
 from lightning_icml26._requirements import Requirement, declare_requirements
+from lightning_icml26.algorithms import ImaginationConfig, TokenPolicy, train_in_imagination
 from lightning_icml26.data.rl.minatar import (
     GAMES,
     FrameRules,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.pgs import (
     CodeProblem,
     DirectGeneration,
@@ -34,7 +35,6 @@ from lightning_icml26.algorithms.pgs import (
     draw_inputs,
 )
 from lightning_icml26.data.pgs import mutant_suite
-from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.llm import LanguageModel, smollm2
 from lightning_icml26.metrics import CounterexampleTokens, FixRate, PassAtK
 

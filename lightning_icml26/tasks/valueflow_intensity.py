@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lightning_icml26.algorithms import RankingJudge, evaluate_with_judge
 from lightning_icml26._requirements import Requirement, declare_requirements
+from lightning_icml26.algorithms import RankingJudge, evaluate_with_judge
 from lightning_icml26.algorithms.anchor_intensity import borda_interpolation, sample_anchors
 from lightning_icml26.data.valueflow import make_value_texts
 from lightning_icml26.llm import smollm2

@@ -49,7 +49,8 @@ def test_recipe_runs_with_trainer_smoke(
         print(f"{recipe} cannot run here: missing {', '.join(missing)}")
         assert code == 2, err[-2000:]
         errors = [line for line in err.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1 and "pip install 'lightning-icml26[" in errors[0], err[-2000:]
+        assert len(errors) == 1, err[-2000:]
+        assert "pip install 'lightning-icml26[" in errors[0], err[-2000:]
         assert not run_dir.exists()
         return
     assert code == 0, err[-3000:]

@@ -57,7 +57,8 @@ def test_a_missing_optional_package_is_found_before_training(
     code = main(["run", "quickstart", *SMALL, f"run_dir={run_dir}", *(["--dry-run"] if dry_run else [])])
     line = _one_error(capsys.readouterr().err)
     assert code == 2
-    assert "'matplotlib'" in line and "callbacks.plot" in line
+    assert "'matplotlib'" in line
+    assert "callbacks.plot" in line
     assert "pip install 'lightning-icml26[plots]'" in line
     assert not run_dir.exists()
 
@@ -100,7 +101,8 @@ def test_smoke_wins_over_the_recipe_and_the_command_line_over_smoke(tmp_path: Pa
     quick = _recipes.compose("quickstart", ["trainer=smoke"], run_dir=tmp_path)
     assert (quick.trainer.max_epochs, quick.trainer.limit_train_batches, quick.smoke) == (1, 2, True)
     upipe = _recipes.compose("upipe_llama", ["trainer=smoke"], run_dir=tmp_path)
-    assert upipe.trainer.val_check_interval is None and upipe.trainer.max_steps == -1
+    assert upipe.trainer.val_check_interval is None
+    assert upipe.trainer.max_steps == -1
     assert upipe.callbacks.checkpoint.every_n_train_steps == 1
     explicit = _recipes.compose("quickstart", ["trainer=smoke", "trainer.max_epochs=2"], run_dir=tmp_path)
     assert explicit.trainer.max_epochs == 2

@@ -175,4 +175,3 @@ def test_repeated_zero_singular_values_keep_fedusd_gradients_finite() -> None:
     (top_right_singular_vectors(full, 1)[:, 0] @ weights).pow(2).backward()  # sign-free
     (top_right_singular_vectors(alive, 1)[:, 0] @ weights[dead.abs().sum(0) > 0]).pow(2).backward()
     torch.testing.assert_close(full.grad[:, dead.abs().sum(0) > 0], alive.grad, rtol=1e-4, atol=1e-6)
-
