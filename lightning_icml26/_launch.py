@@ -24,6 +24,8 @@ decided before Hydra starts (:func:`~lightning_icml26._catalog.resolve_run_dir`)
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sys
 import traceback
 from collections.abc import Sequence
@@ -47,7 +49,15 @@ from lightning_icml26._rank_errors import is_rank_error, rank_error_line
 from lightning_icml26._run_lock import RunFolderBusy, RunFolderLock, check_run_dir
 from lightning_icml26.distributed.teardown import EXIT_WATCHDOG_SECONDS, end_process_group
 
-__all__ = ["EXIT_WATCHDOG_SECONDS", "Launch", "end_process_group", "launch", "resume_overrides", "run_command"]
+__all__ = [
+    "EXIT_WATCHDOG_SECONDS",
+    "Launch",
+    "end_process_group",
+    "launch",
+    "refused",
+    "resume_overrides",
+    "run_command",
+]
 
 # ICML26_DEBUG=1 (or ``icml26 --traceback``) prints the full traceback of a failed run before its error line.
 DEBUG_ENV = "ICML26_DEBUG"
@@ -80,6 +90,7 @@ class Launch:
     program: str = "icml26"
     summaries: list[dict[str, Any]] = field(default_factory=list)
     failures: list[BaseException] = field(default_factory=list)
+    refused_dirs: list[Path] = field(default_factory=list)
 
 
 def debug_requested() -> bool:
@@ -154,7 +165,7 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
     saved_argv = sys.argv
     sys.argv = [spec.program, "run", spec.recipe, *HydraConfig.get().overrides.task]
     try:
-        cfg = _recipes.finalize(cfg)
+        cfg = _recipes.finalize(cfg, HydraConfig.get().overrides.task)
         if spec.dry_run:
             steps = rehearse(_recipes.build(cfg))
             print(OmegaConf.to_yaml(cfg), end="")
@@ -178,6 +189,12 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
                 traceback.print_exception(error)
             error = _recipes.RecipeError(rank_error_line(error, cfg.get("run_dir"), *_rank_context(cfg)))
         spec.failures.append(error)
+        try:
+            job_dir = Path(str(cfg.run_dir))
+        except OmegaConfBaseException:  # the folder Hydra made for this job
+            job_dir = Path(HydraConfig.get().runtime.output_dir)
+        if refused(error) and not (job_dir / "config.yaml").exists():  # refused before the run began
+            spec.refused_dirs.append(job_dir)
     finally:
         sys.argv = saved_argv
 
@@ -193,14 +210,50 @@ def _rank_context(cfg: DictConfig) -> tuple[float | None, int | None]:
     return (float(timeout) if isinstance(timeout, int | float) else None), world
 
 
-def _hydra_arguments(spec: Launch) -> list[str]:
+_EXTRA_HINT = re.compile(r"pip install 'lightning-icml26\[[\w,.-]+\]'")
+
+
+def refused(error: BaseException) -> bool:
+    """Whether ``error`` means the configuration is refused (exit 2) rather than a run that failed (exit 1).
+
+    Refused: a :class:`~lightning_icml26._recipes.RecipeError` (a key, a value or an object the recipe cannot
+    build), or a missing optional package, whose message names the extra to install.
+
+    Example:
+        >>> refused(_recipes.RecipeError("model.lr: 'fast' does not fit")), refused(RuntimeError("CUDA error"))
+        (True, False)
+        >>> refused(ImportError("... install it with: pip install 'lightning-icml26[plots]'"))
+        True
+    """
+    cause = _recipes.root_cause(error)
+    if isinstance(error, _recipes.RecipeError) or isinstance(cause, _recipes.RecipeError):
+        return True
+    return isinstance(cause, ImportError) and _EXTRA_HINT.search(str(cause)) is not None
+
+
+def _run_dir(spec: Launch) -> Path:
+    """The folder Hydra writes the launch into: ``run_dir=...`` when the overrides set it."""
     given = dict(zip(_keys(spec.overrides), spec.overrides, strict=True))
-    run_dir = spec.run_dir
-    if "run_dir" in given:
-        if spec.multirun:
-            raise _recipes.RecipeError("run_dir cannot be set in a multirun (each job has its own); use --output-root")
-        run_dir = Path(str(OverridesParser.create().parse_override(given["run_dir"]).value()))
-        spec.run_dir = run_dir
+    if "run_dir" not in given:
+        return spec.run_dir
+    if spec.multirun:
+        raise _recipes.RecipeError("run_dir cannot be set in a multirun (each job has its own); use --output-root")
+    return Path(str(OverridesParser.create().parse_override(given["run_dir"]).value()))
+
+
+def _remove_refused(spec: Launch, created: list[Path], dry: bool) -> None:
+    """Leave no folder behind for a refused configuration (nor any a dry run made), only what existed before."""
+    for folder in [*spec.refused_dirs, *(created[:1] if dry else [])]:
+        if folder.is_dir() and any(folder == made or made in folder.parents for made in created):
+            shutil.rmtree(folder, ignore_errors=True)
+    for folder in created:  # deepest first: the run folder, then the parents this launch made
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _hydra_arguments(spec: Launch) -> list[str]:
+    given = set(_keys(spec.overrides))
+    run_dir = _run_dir(spec)
     arguments = [*spec.overrides, f"hydra.run.dir={_quote(run_dir)}", f"hydra.sweep.dir={_quote(run_dir)}"]
     if os.environ.get("ICML26_RUN_DIR") and "run_dir" not in given:
         arguments.append(f"run_dir={_quote(os.environ['ICML26_RUN_DIR'])}")  # a rank Lightning started
@@ -216,17 +269,20 @@ def launch(spec: Launch) -> int:
         spec: what to launch.
 
     Returns:
-        The exit code: 0 when every job finished, 2 for a bad recipe or override (or a dry run that cannot
-        build an object), 1 when a job failed, 130 when a job was interrupted.
+        The exit code: 0 when every job finished; 2 when the configuration is refused (a bad recipe, key,
+        value or object, a missing optional package), with or without ``--dry-run``, and then no run folder
+        is left behind; 1 when a job failed during its run; 130 when a job was interrupted.
     """
     previous_error_mode = os.environ.get("HYDRA_FULL_ERROR")
     saved_argv = sys.argv
-    # folders a dry run may create (Hydra makes the run folder); removed again afterwards if left empty
-    created = [p for p in (spec.run_dir, *list(spec.run_dir.parents)[:2]) if not p.exists()]
+    created: list[Path] = []
     lock: RunFolderLock | None = None
     try:
+        spec.run_dir = run_dir = _run_dir(spec)
+        check_run_dir(run_dir)
+        # folders this launch may create (Hydra makes the run folder): a refused configuration leaves none
+        created = [p for p in (run_dir, *list(run_dir.parents)[:2]) if not p.exists()]
         arguments = _hydra_arguments(spec)
-        check_run_dir(spec.run_dir)
         if not (spec.dry_run or spec.multirun) and global_rank() == 0:  # one run per folder
             lock = RunFolderLock(spec.run_dir).acquire()
         os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -247,18 +303,17 @@ def launch(spec: Launch) -> int:
         else:
             os.environ["HYDRA_FULL_ERROR"] = previous_error_mode
         end_process_group()
-        for folder in created if spec.dry_run else []:
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
+        _remove_refused(spec, created, dry=spec.dry_run)
     for failure in spec.failures:
-        if isinstance(failure, (_recipes.RecipeError, RunFolderBusy)):
+        if isinstance(failure, RunFolderBusy):
             print(f"error: {failure}", file=sys.stderr)
             continue
-        if debug_requested():
+        if debug_requested() and not isinstance(failure, _recipes.RecipeError):
             traceback.print_exception(failure)
-        print(f"error: {_recipes.describe_root_cause(failure)}", file=sys.stderr)
+        print(f"error: {_recipes.error_line(failure)}", file=sys.stderr)
     if spec.failures:
-        return 2 if spec.dry_run or all(isinstance(f, RunFolderBusy) for f in spec.failures) else 1
+        refused_count = len(spec.refused_dirs) + sum(isinstance(f, RunFolderBusy) for f in spec.failures)
+        return 2 if spec.dry_run or refused_count >= len(spec.failures) else 1
     if any(summary["status"] == "interrupted" for summary in spec.summaries):
         return EXIT_INTERRUPTED
     if any(summary["status"] == "preempted" for summary in spec.summaries):

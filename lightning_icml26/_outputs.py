@@ -5,17 +5,34 @@ resumed in its own folder would lose the epochs before the checkpoint. :class:`C
 file aside before ``fit`` (``metrics.before_resume.csv``) and, once ``fit`` ends (finished, interrupted or
 failed), writes the old rows that precede the first newly logged step followed by the new rows, under the
 union of both headers. A merge left unfinished by a killed process is completed by the next resume.
+
+Every run folder ends with a verdict: :func:`write_summary` writes ``summary.json`` with a ``status`` from
+:data:`RUN_STATUSES` (and, for ``failed`` / ``diverged``, the ``error`` line the CLI printed).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CsvHistory", "atomic_write_text", "merge_metric_rows", "read_metric_rows"]
+__all__ = [
+    "RUN_STATUSES",
+    "CsvHistory",
+    "atomic_write_text",
+    "merge_metric_rows",
+    "read_metric_rows",
+    "write_summary",
+]
+
+#: The verdicts a run folder's ``summary.json`` may carry: it ran to the end; Ctrl-C; the cluster stopped it
+#: (it can be requeued); the loss or the parameters went non-finite; anything else that ended it early.
+RUN_STATUSES = ("finished", "interrupted", "preempted", "diverged", "failed")
 
 Row = dict[str, str]
 
@@ -145,3 +162,64 @@ class CsvHistory:
             return
         atomic_write_text(self.path, merge_metric_rows(read_metric_rows(self.backup), read_metric_rows(self.path)))
         self.backup.unlink()
+
+
+def write_summary(
+    run_dir: str | Path,
+    *,
+    recipe: str,
+    status: str,
+    seconds: float,
+    metrics: Mapping[str, Any] | None = None,
+    error: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Write the run's verdict, ``run_dir/summary.json``, atomically, and return what was written.
+
+    Args:
+        run_dir: the run's folder.
+        recipe: the recipe's name.
+        status: one of :data:`RUN_STATUSES`.
+        seconds: how long the run took.
+        metrics: the final scalar figures (empty when the run ended before any).
+        error: the one-line message the CLI printed after ``error:``; required for ``failed`` and
+            ``diverged``, refused for the other statuses.
+        **extra: more keys (e.g. ``checkpoint``: the checkpoint a preempted run continues from).
+
+    Returns:
+        The summary.
+
+    Raises:
+        ValueError: an unknown ``status``, or ``error`` missing for a failure (or given for a success).
+
+    Example:
+        >>> import tempfile, pathlib, json
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = write_summary(folder, recipe="quickstart", status="failed", seconds=1.5, error="ValueError: bad")
+        >>> saved = json.loads((folder / "summary.json").read_text())
+        >>> saved["status"], saved["error"], saved["metrics"]
+        ('failed', 'ValueError: bad', {})
+        >>> write_summary(folder, recipe="quickstart", status="done", seconds=0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: status='done' is not a run status; choose one of: finished, interrupted, preempted, diverged, failed
+    """
+    if status not in RUN_STATUSES:
+        raise ValueError(f"status={status!r} is not a run status; choose one of: {', '.join(RUN_STATUSES)}")
+    failing = status in ("failed", "diverged")
+    if failing and not error:
+        raise ValueError(f"status={status!r} needs the error line (error=...), got {error!r}")
+    if not failing and error is not None:
+        raise ValueError(f"error={error!r} is only for a failed or diverged run, not status={status!r}")
+    summary: dict[str, Any] = {
+        "recipe": recipe,
+        "status": status,
+        "run_dir": str(run_dir),
+        "seconds": seconds,
+        "metrics": dict(metrics or {}),
+    }
+    if error is not None:
+        summary["error"] = error
+    summary.update(extra)
+    atomic_write_text(Path(run_dir) / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+    return summary

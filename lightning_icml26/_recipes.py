@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import os
 import signal
 import threading
@@ -33,6 +32,7 @@ import lightning.pytorch as pl
 from hydra import compose as hydra_compose
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import CSVLogger
@@ -40,6 +40,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from lightning_icml26 import _schema
+from lightning_icml26._arguments import argument_problems, recipe_requirements
 from lightning_icml26._catalog import (
     CONFIG_MODULE,
     RecipeInfo,
@@ -49,10 +50,11 @@ from lightning_icml26._catalog import (
     resolve_run_dir,
 )
 from lightning_icml26._checkpoints import use_atomic_checkpoints
-from lightning_icml26._outputs import CsvHistory, atomic_write_text
+from lightning_icml26._outputs import CsvHistory, atomic_write_text, write_summary
 from lightning_icml26._preemption import preempted_checkpoint, preemption_of, resumable_checkpoint, signals_forwarded
+from lightning_icml26._requirements import Requirement
 from lightning_icml26._resumable import RNGStateCheckpoint, make_resumable
-from lightning_icml26.callbacks import MetricsPlot
+from lightning_icml26.callbacks import MetricsPlot, NonFiniteLossError
 
 __all__ = [
     "BuiltRecipe",
@@ -60,9 +62,13 @@ __all__ = [
     "RecipeInfo",
     "build",
     "compose",
+    "apply_smoke",
+    "error_line",
+    "failure_status",
     "finalize",
     "global_rank",
     "list_recipes",
+    "missing_requirements",
     "one_line",
     "recipes_dir",
     "resolve_run_dir",
@@ -157,8 +163,55 @@ def check_recipe(recipe: str) -> None:
         raise RecipeError(f"unknown recipe '{recipe}'; choose one of: {', '.join(names)}")
 
 
-def finalize(cfg: DictConfig) -> DictConfig:
-    """Resolve every interpolation of a composed recipe in place (errors become :class:`RecipeError`).
+def apply_smoke(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
+    """Merge ``smoke_settings`` over a composed recipe when it runs as a smoke test (``trainer=smoke``).
+
+    The settings come after everything the recipe set, so that a smoke test is two batches of one epoch
+    whatever the recipe says; a recipe adds its own (its task's sizes, a callback's cadence). A value the
+    command line sets explicitly (``trainer=smoke trainer.max_epochs=2``) still wins. Nothing changes when
+    ``smoke`` is false.
+
+    Raises:
+        RecipeError: a smoke setting names a key the recipe does not have.
+
+    Example:
+        >>> cfg = compose("quickstart", ["trainer=smoke"], run_dir="/tmp/doc")
+        >>> cfg.trainer.max_epochs, cfg.trainer.limit_train_batches, cfg.smoke
+        (1, 2, True)
+        >>> compose("quickstart", [], run_dir="/tmp/doc").trainer.max_epochs
+        25
+        >>> compose("quickstart", ["trainer=smoke", "trainer.max_epochs=2"], run_dir="/tmp/doc").trainer.max_epochs
+        2
+    """
+    settings = cfg.get("smoke_settings")
+    if not cfg.get("smoke") or settings is None:
+        return cfg
+    try:
+        merged = OmegaConf.merge(cfg, {key: value for key, value in settings.items() if key != "smoke_settings"})
+        assert isinstance(merged, DictConfig)
+        for override in OverridesParser.create().parse_overrides(list(overrides)):
+            key = override.key_or_group
+            leaf = OmegaConf.select(settings, key, default=None)
+            if override.is_delete() or leaf is None or isinstance(leaf, DictConfig | ListConfig):
+                continue  # not a smoke setting (or a whole group): the composition already has it
+            OmegaConf.update(merged, key, cfg_value(cfg, key), force_add=False)
+    except OmegaConfBaseException as error:
+        raise RecipeError(f"cannot apply the smoke settings of '{cfg.get('recipe', '?')}': {one_line(error)}") from None
+    return merged
+
+
+def cfg_value(cfg: DictConfig, key: str) -> Any:
+    """The value at dotted ``key`` of ``cfg``, unresolved (an interpolation stays one)."""
+    parent, _, leaf = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    child = node._get_node(leaf) if isinstance(node, DictConfig) else None
+    return child._value() if child is not None else None
+
+
+def finalize(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
+    """Apply the smoke settings (:func:`apply_smoke`) and resolve every interpolation of a composed recipe.
+
+    Errors become :class:`RecipeError`.
 
     Example:
         >>> from omegaconf import OmegaConf
@@ -166,6 +219,7 @@ def finalize(cfg: DictConfig) -> DictConfig:
         1
     """
     try:
+        cfg = apply_smoke(cfg, overrides)
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as error:
         raise RecipeError(f"cannot resolve recipe '{cfg.get('recipe', '?')}': {one_line(error)}") from None
@@ -209,7 +263,7 @@ def compose(recipe: str, overrides: Sequence[str] = (), run_dir: str | Path | No
         raise RecipeError(one_line(error)) from None
     finally:
         GlobalHydra.instance().clear()
-    return finalize(cfg)
+    return finalize(cfg, overrides)
 
 
 def _instantiate(node: Any, where: str) -> Any:
@@ -244,6 +298,59 @@ def _named_nodes(cfg: DictConfig, key: str) -> dict[str, Any]:
     return {str(name): value for name, value in node.items() if value is not None}
 
 
+#: The object nodes in the order they are checked: the trainer last, since it holds the strategy node again.
+_CHECKED_NODES = ("task", "data", "model", "callbacks", "logger", "strategy", "trainer")
+
+
+def check_arguments(cfg: DictConfig) -> None:
+    """Raise :class:`RecipeError` for the first key or value an object node's target would refuse.
+
+    Example:
+        >>> check_arguments(compose("quickstart", ["+model.hidden=3"], run_dir="/tmp/doc_check"))
+        Traceback (most recent call last):
+        ...
+        lightning_icml26._recipes.RecipeError: model.hidden: 'hidden' is not an argument of ...
+    """
+    keys = ("task",) if cfg.get("task") is not None else _CHECKED_NODES[1:]
+    for key in keys:
+        node = cfg.get(key)
+        problems = argument_problems(node, key) if node is not None else []
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise RecipeError(problems[0] + more)
+
+
+def missing_requirements(cfg: DictConfig) -> list[Requirement]:
+    """The optional packages the recipe's objects declare and this environment lacks (each once).
+
+    Example:
+        >>> missing_requirements(compose("quickstart", [], run_dir="/tmp/doc_check"))
+        []
+    """
+    keys = ("task",) if cfg.get("task") is not None else _CHECKED_NODES[1:]
+    missing: list[Requirement] = []
+    for key in keys:
+        node = cfg.get(key)
+        for _, requirement in recipe_requirements(node, key) if node is not None else []:
+            if not requirement.is_met() and requirement.module not in [m.module for m in missing]:
+                missing.append(requirement)
+    return missing
+
+
+def check_requirements(cfg: DictConfig) -> None:
+    """Raise :class:`RecipeError` naming the extra of the first optional package the recipe needs and lacks.
+
+    Every ``_target_`` of the recipe is asked what it will need (plots drawn after training included), so
+    that a missing package is found before the first step, not after training.
+    """
+    keys = ("task",) if cfg.get("task") is not None else _CHECKED_NODES[1:]
+    for key in keys:
+        node = cfg.get(key)
+        for where, requirement in recipe_requirements(node, key) if node is not None else []:
+            if not requirement.is_met():
+                raise RecipeError(requirement.message(where))
+
+
 def build(cfg: DictConfig) -> BuiltRecipe:
     """Instantiate every object of a composed recipe (nothing is trained or called).
 
@@ -253,14 +360,25 @@ def build(cfg: DictConfig) -> BuiltRecipe:
     Returns:
         The objects, ready to run.
 
+    Before building, every key and plain value of the object nodes is checked against its target's
+    signature (:func:`~lightning_icml26._arguments.argument_problems`), so that a value of the wrong type
+    is refused here, naming its key, rather than at its first use during the run; and every optional
+    package the objects declare they will need is looked for (:func:`check_requirements`).
+
     Raises:
-        RecipeError: naming the first node that cannot be built.
+        RecipeError: naming the first key or node that is refused.
 
     Example:
         >>> built = build(compose("quickstart", ["trainer.max_epochs=1"], run_dir="/tmp/doc_build"))
         >>> type(built.model).__name__, type(built.trainer).__name__
         ('ClassifierModule', 'Trainer')
+        >>> build(compose("quickstart", ["model.optimizer.lr=fast"], run_dir="/tmp/doc_build"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lightning_icml26._recipes.RecipeError: model.optimizer.lr: 'fast' does not fit torch.optim.AdamW's argument ...
     """
+    check_arguments(cfg)
+    check_requirements(cfg)
     if cfg.get("task") is not None:
         task = _instantiate(cfg.task, "task")
         if not callable(task):
@@ -300,9 +418,13 @@ def _scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Run a composed recipe end to end and return its summary.
 
-    Rank zero writes ``config.yaml`` (resolved) and ``summary.json`` into ``cfg.run_dir``, atomically. The
-    summary's ``status`` is ``"finished"``, or ``"interrupted"`` after a Ctrl-C during ``fit`` (then the
-    test stage is skipped and the plots are written from the epochs seen).
+    Every object is built (and the configuration checked) before anything is written: a refused
+    configuration raises :class:`RecipeError` and leaves the run folder untouched. Then rank zero writes
+    ``config.yaml`` (resolved) and, however the run ends, ``summary.json`` into ``cfg.run_dir``, atomically
+    (:func:`~lightning_icml26._outputs.write_summary`). The summary's ``status`` is ``"finished"``,
+    ``"interrupted"`` after a Ctrl-C (then the test stage is skipped and the plots are written from the
+    epochs seen), ``"diverged"`` after a non-finite loss or ``"failed"`` after any other error, which is
+    re-raised; the last two carry the ``error`` line.
 
     Args:
         cfg: a config from :func:`compose` (or the resolved config of a Hydra job).
@@ -388,29 +510,70 @@ def _fit_and_test(cfg: DictConfig, built: BuiltRecipe, run_dir: Path) -> tuple[s
     return status, figures
 
 
+def error_line(error: BaseException) -> str:
+    """The one line the CLI prints after ``error:`` for ``error`` (and ``summary.json`` keeps as ``error``).
+
+    Example:
+        >>> error_line(RecipeError("model.lr: 'fast' does not fit"))
+        "model.lr: 'fast' does not fit"
+        >>> try:
+        ...     raise RuntimeError("Error in call to target 'X'") from ValueError("lr must be positive")
+        ... except RuntimeError as caught:
+        ...     error_line(caught)
+        'ValueError: lr must be positive'
+    """
+    return str(error) if isinstance(error, RecipeError) else describe_root_cause(error)
+
+
+def failure_status(error: BaseException) -> str:
+    """``"diverged"`` when the run stopped on a non-finite loss, ``"failed"`` otherwise.
+
+    Example:
+        >>> from lightning_icml26.callbacks import NonFiniteLossError
+        >>> failure_status(NonFiniteLossError("training loss is nan")), failure_status(OSError("disk full"))
+        ('diverged', 'failed')
+    """
+    return "diverged" if isinstance(root_cause(error), NonFiniteLossError) else "failed"
+
+
 def _run_in(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    if global_rank() == 0:
-        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
     pl.seed_everything(int(cfg.get("seed", 0)), workers=True, verbose=False)
     start = time.perf_counter()
-    built = build(cfg)
-    if built.task is not None:
-        result = built.task()
-        figures = dict(result) if isinstance(result, Mapping) else {"result": result}
-        status, is_zero = "finished", global_rank() == 0
-    else:
-        status, figures = _fit_and_test(cfg, built, run_dir)
-        is_zero = built.trainer.is_global_zero
-    summary: dict[str, Any] = {
-        "recipe": cfg.get("recipe", ""),
-        "status": status,
-        "run_dir": str(run_dir),
-        "seconds": time.perf_counter() - start,
-        "metrics": figures,
-    }
-    if status == "preempted":
-        summary["checkpoint"] = str(preempted_checkpoint(built.trainer, run_dir))
+    built = build(cfg)  # a refused configuration stops here: nothing is written into the run folder
+    is_zero = global_rank() == 0 if built.trainer is None else built.trainer.is_global_zero
     if is_zero:
-        atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+        atomic_write_text(run_dir / "config.yaml", OmegaConf.to_yaml(cfg))
+    recipe = str(cfg.get("recipe", ""))
+    try:
+        if built.task is not None:
+            try:
+                result = built.task()
+            except KeyboardInterrupt:  # a task has no Lightning loop to catch Ctrl-C: the verdict is written here
+                result, status = {}, "interrupted"
+            else:
+                status = "finished"
+            figures = dict(result) if isinstance(result, Mapping) else {"result": result}
+        else:
+            status, figures = _fit_and_test(cfg, built, run_dir)
+    except BaseException as error:
+        if is_zero and isinstance(error, Exception):
+            write_summary(
+                run_dir,
+                recipe=recipe,
+                status=failure_status(error),
+                seconds=time.perf_counter() - start,
+                metrics=_scalars(built.trainer.callback_metrics) if built.trainer is not None else {},
+                error=error_line(error),
+            )
+        raise
+    seconds = time.perf_counter() - start
+    extra: dict[str, Any] = {}
+    if status == "preempted":  # where the requeued job continues from
+        extra["checkpoint"] = str(preempted_checkpoint(built.trainer, run_dir))
+    if is_zero:
+        summary = write_summary(run_dir, recipe=recipe, status=status, seconds=seconds, metrics=figures, **extra)
+    else:
+        summary = {"recipe": recipe, "status": status, "run_dir": str(run_dir), "seconds": seconds, "metrics": figures}
+        summary.update(extra)
     summary["is_global_zero"] = is_zero
     return summary

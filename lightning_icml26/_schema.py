@@ -99,6 +99,10 @@ class RecipeConfig:
         logger: name -> logger node.
         strategy: an optional strategy node (the ``strategy`` group wires it into ``trainer.strategy``).
         task: instead of data/model/trainer, a ``_partial_`` callable returning a dict of figures.
+        smoke: set by ``trainer=smoke``: the run is a smoke test, ``smoke_settings`` are merged over the recipe.
+        smoke_settings: what a smoke test changes, merged over the composed recipe (after the recipe's own
+            values, so that they win): ``trainer/smoke.yaml`` gives the two-batch trainer, and a recipe adds
+            its own (a task's sizes, a callback's cadence).
     """
 
     description: str = ""
@@ -114,6 +118,8 @@ class RecipeConfig:
     logger: dict[str, Any] = field(default_factory=dict)
     strategy: Any = None
     task: Any = None
+    smoke: bool = False
+    smoke_settings: Any = None
 
 
 def register_configs() -> None:

@@ -13,6 +13,7 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_icml26._optional import require_pyplot
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.boltzmann_reweighting import BoltzmannReweighter, ChiralityFix
 from lightning_icml26.data.boltzmann.sampler import check_sampling_args
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
@@ -84,6 +85,7 @@ def plot_boltzmann(
     return out
 
 
+@declare_requirements([Requirement("matplotlib", "plots", "the evaluation figures")])
 class BoltzmannEvalCallback(Callback):
     """At the end of validation: sample from the model, reweight towards ``exp(-E)`` and log the metrics.
 

@@ -10,6 +10,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.metrics.functional import support_f1
 
 __all__ = ["LassoBaseline"]
@@ -20,6 +21,7 @@ def _rows(loader: Iterable[Sequence[torch.Tensor]]) -> tuple[np.ndarray, np.ndar
     return torch.cat(xs).double().numpy(), torch.cat(ys).double().numpy()
 
 
+@declare_requirements([Requirement("sklearn", "tabular", "the Lasso baseline")])
 class LassoBaseline(Callback):
     """At the end of testing, fit ``sklearn.linear_model.Lasso`` and log its figures next to the model's.
 

@@ -12,6 +12,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from typing_extensions import override
 
 from lightning_icml26._optional import is_available, require_pyplot
+from lightning_icml26._requirements import Requirement, declare_requirements
 
 __all__ = ["MetricsPlot", "plot_history"]
 
@@ -58,6 +59,13 @@ def plot_history(history: dict[str, list[tuple[int, float]]], path: str | Path, 
     return path
 
 
+@declare_requirements(  # ``required=False`` (the recipes' default) draws no PNG without matplotlib, and says so once
+    lambda args: (
+        [Requirement("matplotlib", "plots", "the PNG of the curves drawn at the end of fit")]
+        if args["required"]
+        else []
+    )
+)
 class MetricsPlot(Callback):
     """Keep every scalar epoch-level metric and write a PNG of their curves when fit ends.
 

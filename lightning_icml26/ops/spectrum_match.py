@@ -12,9 +12,18 @@ differentiable with respect to both inputs.
 * :func:`hob_projection_loss`: the top-``k`` principal directions of the *centred* features compared by the
   squared Frobenius distance of their projectors, ``2k - 2 ||U_s^T U_r||_F^2`` (sign- and rotation-free).
 * :func:`mean_matching_loss`: squared distance of the mean features (distribution matching, DM).
+
+Gradients of the singular vectors: ``torch.linalg.svd``'s backward divides by ``s_i^2 - s_j^2`` for *every*
+pair of singular values, so features with two equal singular values, even two zeros that the loss never
+looks at (ReLU features with dead units, a rank-deficient batch: exactly FedUSD's synthetic features), give a
+``0 * inf = nan`` gradient, the synthetic images turn into NaN at the next step and the SVD after it fails.
+:func:`top_right_singular_vectors` keeps only the terms of the top-``k`` directions against the others,
+``1 / (s_i^2 - s_j^2)`` with ``i <= k < j``, which are finite whenever the top-``k`` subspace is well defined.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -27,6 +36,7 @@ __all__ = [
     "principal_subspace",
     "sorted_w1",
     "subspace_projection_distance",
+    "top_right_singular_vectors",
     "var_w1_loss",
 ]
 
@@ -74,6 +84,67 @@ def sorted_w1(a: Tensor, b: Tensor) -> Tensor:
     return (a.sort(dim=-1).values - b.sort(dim=-1).values).abs().mean(dim=-1)
 
 
+class _TopRightSingular(torch.autograd.Function):
+    """Top-``k`` right-singular vectors with the gradient of their subspace (see the module's notes)."""
+
+    @staticmethod
+    def forward(ctx: Any, features: Tensor, k: int) -> Tensor:
+        u, s, vh = torch.linalg.svd(features, full_matrices=False)
+        ctx.save_for_backward(features, s, vh)
+        ctx.k = k
+        return vh[..., :k, :].transpose(-1, -2)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        features, s, vh = ctx.saved_tensors
+        k = ctx.k
+        v = vh.transpose(-1, -2)  # (..., d, r)
+        lam = s.pow(2)  # eigenvalues of X^T X, descending
+        kept, rest = v[..., :k], v[..., k:]
+        lam_kept = lam[..., :k]
+        scale = lam[..., :1].clamp_min(torch.finfo(lam.dtype).tiny)
+        tol = torch.finfo(lam.dtype).eps * scale * max(features.shape[-2:])
+        # the other singular directions: 1 / (lam_i - lam_j), i kept, j not (zero where undefined)
+        gap = lam_kept.unsqueeze(-1) - lam[..., k:].unsqueeze(-2)  # (..., k, r - k)
+        inv_gap = torch.where(gap > tol.unsqueeze(-1), 1.0 / gap.clamp_min(tol.unsqueeze(-1)), torch.zeros_like(gap))
+        coeff = (rest.transpose(-1, -2) @ grad) * inv_gap.transpose(-1, -2)  # (..., r - k, k)
+        w = rest @ coeff
+        # the null space of X (eigenvalue 0): (I - V V^T) g_i / lam_i
+        null = grad - v @ (v.transpose(-1, -2) @ grad)
+        inv_lam = torch.where(lam_kept > tol, 1.0 / lam_kept.clamp_min(tol), torch.zeros_like(lam_kept))
+        w = w + null * inv_lam.unsqueeze(-2)
+        # d(loss)/dX = sum_i (X v_i) w_i^T + (X w_i) v_i^T
+        grad_features = (features @ kept) @ w.transpose(-1, -2) + (features @ w) @ kept.transpose(-1, -2)
+        return grad_features, None
+
+
+def top_right_singular_vectors(features: Tensor, k: int = 1) -> Tensor:
+    """The top-``k`` right-singular vectors ``(..., d, k)`` of ``(..., n, d)`` features, with a stable gradient.
+
+    The value is ``torch.linalg.svd``'s. The gradient is that of the top-``k`` subspace: it involves only the
+    gaps between the kept singular values and the others, so repeated singular values outside the top ``k``
+    (dead ReLU units, rank-deficient batches) leave it finite, where ``torch.linalg.svd``'s is NaN. For
+    ``k = 1`` it is the exact gradient of the leading vector; for ``k > 1`` the rotations within the subspace
+    are left out (every loss of the projector, such as :func:`subspace_projection_distance`, ignores them).
+    A pair with equal singular values across the cut (an ill-defined subspace) contributes no gradient.
+
+    Args:
+        features: ``(..., n, d)``.
+        k: number of directions, ``1 <= k <= min(n, d)``.
+
+    Example:
+        >>> x = torch.cat([torch.randn(6, 3), torch.zeros(6, 3)], dim=1).requires_grad_()
+        >>> top_right_singular_vectors(x, 1).sum().backward()
+        >>> bool(torch.isfinite(x.grad).all())
+        True
+    """
+    n, d = features.shape[-2], features.shape[-1]
+    if not isinstance(k, int) or k < 1 or k > min(n, d):
+        raise ValueError(f"k must be an integer in [1, min(n, d)] = [1, {min(n, d)}] (n={n}, d={d}), got {k}")
+    out: Tensor = _TopRightSingular.apply(features, k)
+    return out
+
+
 def leading_right_singular_vector(features: Tensor) -> Tensor:
     """Leading right-singular vector of the uncentred ``(..., n, d)`` features, largest-|entry| positive.
 
@@ -89,8 +160,7 @@ def leading_right_singular_vector(features: Tensor) -> Tensor:
         [0.0, 1.0]
     """
     _check_features(features, features)
-    vh = torch.linalg.svd(features, full_matrices=False).Vh
-    v = vh[..., 0, :]
+    v = top_right_singular_vectors(features, 1)[..., 0]
     pick = v.abs().argmax(dim=-1, keepdim=True)
     sign = torch.sign(v.gather(-1, pick)).detach()
     sign = torch.where(sign == 0, torch.ones_like(sign), sign)
@@ -158,8 +228,7 @@ def principal_subspace(features: Tensor, k: int = 1) -> Tensor:
     if not isinstance(k, int) or k < 1 or k > min(n, d):
         raise ValueError(f"k must be an integer in [1, min(n, d)] = [1, {min(n, d)}] (n={n}, d={d}), got {k}")
     centred = features - features.mean(dim=-2, keepdim=True)
-    vh = torch.linalg.svd(centred, full_matrices=False).Vh
-    return vh[..., :k, :].transpose(-1, -2)
+    return top_right_singular_vectors(centred, k)
 
 
 def subspace_projection_distance(basis_s: Tensor, basis_r: Tensor) -> Tensor:

@@ -18,6 +18,7 @@ from lightning.pytorch import Trainer, seed_everything
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.fairness import (
     ExponentiatedGradientReduction,
     FairPostProcessor,
@@ -34,6 +35,12 @@ from lightning_icml26.modules import ClassifierModule
 __all__ = ["fair_frontier_task", "fit_fair_classifier"]
 
 
+@declare_requirements(
+    [
+        Requirement("pandas", "tabular", "the tabular data"),
+        Requirement("matplotlib", "plots", "frontier.png"),
+    ]
+)
 def fair_frontier_task(
     out_dir: str | Path,
     dataset: str = "compas",

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks import EarlyStopping
 
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms import ImaginationConfig, TokenPolicy, train_in_imagination
 from lightning_icml26.data.rl.minatar import (
     GAMES,
@@ -403,6 +404,7 @@ def train_agents(
     return out
 
 
+@declare_requirements([Requirement("minatar", "rl", "the MinAtar games")])
 def itc_minatar_task(
     game: str = "breakout",
     out_dir: str = "outputs/itc_minatar",

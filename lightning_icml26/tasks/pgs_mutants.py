@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.pgs import (
     CodeProblem,
     DirectGeneration,
@@ -90,6 +91,12 @@ def _hidden(box: Sandbox, problem: CodeProblem, n: int, seed: int) -> tuple[list
     return problem.public_inputs + [x for x, _ in keep], [*problem.public_expected, *(o for _, o in keep)]
 
 
+@declare_requirements(
+    lambda args: [
+        *([Requirement("hypothesis", "pgs", "Hypothesis shrinking")] if args["minimiser"] == "hypothesis" else []),
+        *([Requirement("transformers", "llm", "the SmolLM2 generator")] if args["generator"] == "smollm2" else []),
+    ]
+)
 def pgs_mutants_task(
     out_dir: str | Path | None = None,
     generator: str | LanguageModel = "oracle",

@@ -25,6 +25,7 @@ from lightning.pytorch import Trainer, seed_everything
 from scipy.stats import kendalltau, spearmanr
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.data.rl.envs import RewardReplacementWrapper, collect_segments, segments_from_transitions
 from lightning_icml26.data.rl.ratings import RatingDataModule, Segments
 from lightning_icml26.modules.r4 import R4RewardModel
@@ -91,6 +92,13 @@ def _evaluate(policy_model: Any, env_id: str, episodes: int, seed: int, env_kwar
     return returns
 
 
+@declare_requirements(
+    lambda args: [
+        Requirement("gymnasium", "rl", "the environment"),
+        Requirement("stable_baselines3", "rl", "SAC"),
+        *([Requirement("mujoco", "mujoco", str(args["env_id"]))] if "Cheetah" in str(args["env_id"]) else []),
+    ]
+)
 def run_online(
     env_id: str = "Pendulum-v1",
     loss: str = "rmse",

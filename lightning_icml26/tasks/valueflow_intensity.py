@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms import RankingJudge, evaluate_with_judge
 from lightning_icml26.algorithms.valueflow_intensity import borda_interpolation, sample_anchors
 from lightning_icml26.data.valueflow import make_value_texts
@@ -17,6 +18,12 @@ from lightning_icml26.metrics import AnchorPLIntensity
 __all__ = ["valueflow_intensity_task"]
 
 
+@declare_requirements(
+    lambda args: [
+        Requirement("sklearn", "valueflow", "the isotonic calibration"),
+        *([Requirement("transformers", "llm", "the SmolLM2 judge")] if args["judge"] == "smollm2" else []),
+    ]
+)
 def valueflow_intensity_task(
     out_dir: str | Path | None = None,
     judge: str = "simulated",

@@ -128,9 +128,9 @@ def test_new_keys_can_be_added_with_plus(tmp_path: Path) -> None:
     assert cfg.data.extra_option == 2
     with pytest.raises(_recipes.RecipeError, match="Key 'not_a_trainer_argument' not in 'TrainerConfig'"):
         _recipes.compose("quickstart", ["trainer.not_a_trainer_argument=1"], run_dir=tmp_path)
-    # `+` forces the key in (Hydra's rule); the Trainer then refuses it when it is built
+    # `+` forces the key in (Hydra's rule); the check against the Trainer's signature then refuses it, by name
     forced = _recipes.compose("quickstart", ["+trainer.not_a_trainer_argument=1"], run_dir=tmp_path)
-    with pytest.raises(_recipes.RecipeError, match="cannot build 'trainer'.*not_a_trainer_argument"):
+    with pytest.raises(_recipes.RecipeError, match="^trainer.not_a_trainer_argument: .* not an argument of .*Trainer"):
         _recipes.build(forced)
 
 

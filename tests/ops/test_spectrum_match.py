@@ -13,7 +13,9 @@ from lightning_icml26.ops import (
     leading_right_singular_vector,
     mean_matching_loss,
     principal_subspace,
+    sorted_w1,
     subspace_projection_distance,
+    top_right_singular_vectors,
     var_w1_loss,
 )
 
@@ -121,3 +123,55 @@ def test_bad_inputs_name_the_argument() -> None:
         var_w1_loss(torch.randn(1, 3), x)
     with pytest.raises(TypeError, match="real must be a torch.Tensor"):
         mean_matching_loss(x, x.numpy())  # type: ignore[arg-type]
+
+
+def _torch_top_vectors(x: torch.Tensor, k: int) -> torch.Tensor:
+    return torch.linalg.svd(x, full_matrices=False).Vh[..., :k, :].transpose(-1, -2)
+
+
+@pytest.mark.parametrize(("shape", "k"), [((6, 8), 1), ((9, 4), 1), ((3, 7, 5), 2), ((10, 6), 3)])
+def test_top_vectors_gradient_matches_torch_svd_on_generic_features(shape: tuple[int, ...], k: int) -> None:
+    """Generic input (distinct singular values): the loss gradients equal torch.linalg.svd's."""
+    torch.manual_seed(1)
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    target = torch.randn(shape[-1], k, dtype=torch.float64)
+
+    def projector_loss(basis: torch.Tensor) -> torch.Tensor:  # a loss of the subspace (rotation-free)
+        return ((basis @ basis.transpose(-1, -2)) @ target).pow(2).sum()
+
+    ours = torch.autograd.grad(projector_loss(top_right_singular_vectors(x, k)), x)[0]
+    reference = torch.autograd.grad(projector_loss(_torch_top_vectors(x, k)), x)[0]
+    torch.testing.assert_close(ours, reference, rtol=1e-7, atol=1e-9)
+    if k == 1:  # the leading vector itself (sign fixed by the first entry): exact, not only its subspace
+        weights = torch.randn(shape[-1], dtype=torch.float64)
+
+        def signed(v: torch.Tensor) -> torch.Tensor:
+            return (v[..., 0] * torch.sign(v[..., :1, 0]).detach() * weights).sum()
+
+        ours_v = torch.autograd.grad(signed(top_right_singular_vectors(x, 1)), x)[0]
+        reference_v = torch.autograd.grad(signed(_torch_top_vectors(x, 1)), x)[0]
+        torch.testing.assert_close(ours_v, reference_v, rtol=1e-7, atol=1e-9)
+
+
+def test_repeated_zero_singular_values_keep_fedusd_gradients_finite() -> None:
+    """The FedUSD crash: ReLU features with dead units have repeated zero singular values; torch's SVD backward
+    turns them into a NaN gradient (0 * inf), the synthetic images become NaN and the next SVD fails."""
+    torch.manual_seed(0)
+    dead = torch.relu(torch.randn(6, 8) - 1.0)  # several all-zero columns: equal (zero) singular values
+    assert (torch.linalg.svdvals(dead) == 0).sum() >= 2
+    real = torch.randn(10, 8)
+    plain = dead.clone().requires_grad_()
+    torch_loss = sorted_w1(_torch_top_vectors(plain, 1)[..., 0].abs(), real[0].abs())
+    torch_loss.backward()
+    assert not torch.isfinite(plain.grad).all(), "torch's own SVD gradient is NaN here (the cause of the crash)"
+    for loss_fn in (hob_w1_loss, lambda s, r: hob_projection_loss(s, r, 2)):
+        x = dead.clone().requires_grad_()
+        loss_fn(x, real).backward()
+        assert torch.isfinite(x.grad).all()
+    # the leading vector's gradient ignores the dead columns' directions: the same as without them
+    alive = dead[:, dead.abs().sum(0) > 0].clone().requires_grad_()
+    full = dead.clone().requires_grad_()
+    weights = torch.randn(8)
+    (top_right_singular_vectors(full, 1)[:, 0] @ weights).pow(2).backward()  # sign-free
+    (top_right_singular_vectors(alive, 1)[:, 0] @ weights[dead.abs().sum(0) > 0]).pow(2).backward()
+    torch.testing.assert_close(full.grad[:, dead.abs().sum(0) > 0], alive.grad, rtol=1e-4, atol=1e-6)
