@@ -39,6 +39,8 @@ MANIFEST = RESULTS / "MANIFEST.toml"
 RESULTS_MD = REPO / "docs" / "results.md"
 README = REPO / "README.md"
 BEGIN, END = "<!-- methods-table:begin -->", "<!-- methods-table:end -->"
+PERF_BEGIN, PERF_END = "<!-- performance:begin -->", "<!-- performance:end -->"
+OVERHEAD = "overhead.json"  # the [[other]] record whose targets make README.md's performance line
 VERDICTS = ("claim shown", "partly shown", "claim missed", "not measured")
 GPU_PENDING = "GPU run pending"
 ROLES = ("canonical", "diagnostic", "variant")
@@ -293,6 +295,24 @@ def readme_with_status(readme: str, methods: dict[str, dict[str, str]], records:
     return readme[: start + len(BEGIN)] + "\n".join(out) + readme[end:]
 
 
+def readme_with_performance(readme: str, records: list[Record]) -> str:
+    """README.md with its performance line (between the performance markers) written from ``overhead.json``."""
+    start, end = readme.find(PERF_BEGIN), readme.find(PERF_END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md: the performance line must sit between {PERF_BEGIN!r} and {PERF_END!r}")
+    record = next((r for r in records if r.name == OVERHEAD), None)
+    if record is None:
+        raise ValueError(f"MANIFEST.toml lists no {OVERHEAD}, which README.md's performance line is made from")
+    targets = record.targets()
+    met = sum(t.met for t in targets)
+    rows = "; ".join(f"`{t.name}` {_fmt(t.value)} (goal {t.goal})" for t in targets)
+    line = (
+        f"Cost of each piece against its plain alternative, as a ratio (`{OVERHEAD}`, {record.date}, "
+        f"{met} of {len(targets)} targets met): {rows}."
+    )
+    return readme[: start + len(PERF_BEGIN)] + "\n" + line + "\n" + readme[end:]
+
+
 def build() -> dict[Path, str]:
     """What the two generated files should hold now."""
     methods, records = load_manifest()
@@ -301,7 +321,9 @@ def build() -> dict[Path, str]:
         raise ValueError(f"benchmarks/results/ holds files that MANIFEST.toml does not list: {extra}")
     return {
         RESULTS_MD: results_markdown(methods, records),
-        README: readme_with_status(README.read_text(encoding="utf-8"), methods, records),
+        README: readme_with_performance(
+            readme_with_status(README.read_text(encoding="utf-8"), methods, records), records
+        ),
     }
 
 
