@@ -88,8 +88,9 @@ def install() -> None:
     """Let the old module paths of :data:`MOVED_MODULES` import (with a ``DeprecationWarning``); idempotent.
 
     Example:
-        >>> import warnings
+        >>> import sys, warnings
         >>> install()
+        >>> _ = sys.modules.pop("lightning_icml26.callbacks.swap_attention", None)  # imported earlier: warn again
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
         ...     import lightning_icml26.callbacks.swap_attention as old

@@ -69,7 +69,7 @@ def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     selected = {
         item.callspec.params["block"].test_id
         for item in request.session.items
-        if item.originalname == "test_block_runs" and hasattr(item, "callspec")
+        if getattr(item, "originalname", None) == "test_block_runs" and hasattr(item, "callspec")
     }
     todo = [b for b in RUN if b.test_id in selected]
     root = tmp_path_factory.mktemp("blocks")
