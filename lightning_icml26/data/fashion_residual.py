@@ -182,6 +182,8 @@ class FashionResidualFeatures(FashionTransferFeatures):
         depth: number of residual blocks (candidate layers).
         pretrain_epochs: pretraining epochs over all source images.
         pretrain_seed: seed of pretraining and of the draw of target images (fixed across probe seeds).
+        pretrain_source: pretrain on only this many source images (``None``: every one, about 30k; a smoke
+            test sets a few hundred).
         per_class: target training-split images per class (split into train / val).
         test_per_class: target ``t10k`` images per class (the test split).
         **kwargs: the other keyword arguments of :class:`FashionTransferFeatures`, with its defaults: ``width``
@@ -208,12 +210,17 @@ class FashionResidualFeatures(FashionTransferFeatures):
         *,
         pretrain_epochs: int = 8,
         pretrain_seed: int = 0,
+        pretrain_source: int | None = None,
         per_class: int = 1200,
         test_per_class: int = 1000,
         **kwargs: Any,
     ) -> None:
         if pretrain_epochs < 1:
             raise ValueError(f"pretrain_epochs must be a positive int, got {pretrain_epochs}")
+        if pretrain_source is not None and (
+            isinstance(pretrain_source, bool) or not isinstance(pretrain_source, int) or pretrain_source < 1
+        ):
+            raise ValueError(f"pretrain_source must be None or a positive int, got {pretrain_source!r}")
         if "num_source" in kwargs:
             raise TypeError(
                 f"FashionResidualFeatures pretrains on every source image; got num_source={kwargs['num_source']!r}"
@@ -227,6 +234,7 @@ class FashionResidualFeatures(FashionTransferFeatures):
             **kwargs,
         )
         self.pretrain_seed = pretrain_seed
+        self.pretrain_source = pretrain_source
         self.source_accuracy = float("nan")
         self._inputs: Tensor | None = None
         self._state: dict[str, Tensor] | None = None
@@ -241,10 +249,17 @@ class FashionResidualFeatures(FashionTransferFeatures):
             "test_per_class": self.test_per_class,
             "pretrain_seed": self.pretrain_seed,
         }
+        if self.pretrain_source is not None:  # (absent by default: the cache key of a full pretraining is unchanged)
+            key["pretrain_source"] = self.pretrain_source
 
         def compute() -> dict[str, Tensor]:
             net, acc = pretrain_residual_mlp(
-                self.depth, self.width, self.pretrain_epochs, seed=self.pretrain_seed, root=self.root
+                self.depth,
+                self.width,
+                self.pretrain_epochs,
+                seed=self.pretrain_seed,
+                root=self.root,
+                num_source=self.pretrain_source,
             )
             seed, self.seed = self.seed, self.pretrain_seed  # the target draw follows the pretraining seed
             try:

@@ -17,6 +17,7 @@ def test_defaults_and_forwarded_arguments() -> None:
         assert getattr(dm, name) == parent[name].default, name
     assert (dm.depth, dm.pretrain_epochs, dm.pretrain_seed, dm.per_class, dm.test_per_class) == (12, 8, 0, 1200, 1000)
     assert dm.num_source == 0
+    assert dm.pretrain_source is None  # pretraining on every source image
     assert dm.root == FASHION_MNIST_ROOT
     dm = FashionResidualFeatures(depth=3, width=16, batch_size=7, seed=5, val_fraction=0.5, calibration_size=9)
     assert (dm.depth, dm.width, dm.batch_size, dm.seed, dm.val_fraction, dm.calibration_size) == (3, 16, 7, 5, 0.5, 9)
@@ -31,3 +32,6 @@ def test_bad_arguments_raise() -> None:
         FashionResidualFeatures(12, 128)  # type: ignore[misc]  # only depth is positional
     with pytest.raises(ValueError, match="per_class"):
         FashionResidualFeatures(per_class=2)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match=f"pretrain_source must be None or a positive int, got {bad!r}"):
+            FashionResidualFeatures(pretrain_source=bad)  # type: ignore[arg-type]
