@@ -31,7 +31,7 @@ def _one_error(err: str) -> str:
         ("quickstart", "trainer.strategy=bogus", "strategy='bogus'"),
         ("quickstart", "trainer.max_epochs=-5", "`max_epochs` must be a non-negative integer"),
         ("upipe_llama", "strategy.attention=foo", "attention='foo'"),
-        ("upipe_llama", "+strategy.timeout=ten", "strategy.timeout: 'ten'"),
+        ("upipe_llama", "strategy.timeout=ten", "strategy.timeout"),
         ("fair_compas", "task.steps=abc", "task.steps: 'abc'"),
     ],
 )
@@ -50,11 +50,14 @@ def test_a_refused_configuration_exits_2_naming_the_key_and_leaves_no_folder(
 def test_a_missing_optional_package_is_found_before_training(
     dry_run: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The plot is drawn after training; without matplotlib the run is refused before its first step."""
+    """A plot that must be drawn (``required=true``) needs matplotlib: without it the run is refused before its
+    first step. The recipes' default plot (``required: false``) needs nothing (a plain install runs them)."""
     real = _requirements.is_available
     monkeypatch.setattr(_requirements, "is_available", lambda module: module != "matplotlib" and real(module))
+    assert _recipes.missing_requirements(_recipes.compose("quickstart", [], run_dir=tmp_path / "probe")) == []
     run_dir = tmp_path / "run"
-    code = main(["run", "quickstart", *SMALL, f"run_dir={run_dir}", *(["--dry-run"] if dry_run else [])])
+    overrides = [*SMALL, "callbacks.plot.required=true", f"run_dir={run_dir}"]
+    code = main(["run", "quickstart", *overrides, *(["--dry-run"] if dry_run else [])])
     line = _one_error(capsys.readouterr().err)
     assert code == 2
     assert "'matplotlib'" in line
