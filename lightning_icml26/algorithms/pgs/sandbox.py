@@ -161,6 +161,8 @@ def _bwrap_args(binds: Sequence[str], tmp_mb: int) -> list[str]:
     """The bubblewrap command line up to (not including) the command."""
     args = ["bwrap", "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
+    # the private /tmp first: binds that live under /tmp (a virtual environment there) are mounted on top of it
+    args += ["--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
@@ -170,7 +172,7 @@ def _bwrap_args(binds: Sequence[str], tmp_mb: int) -> list[str]:
     for path in binds:
         args += ["--ro-bind", path, path]
     args += ["--ro-bind", str(_RUNNER), "/opt/pgs/_runner.py"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
     args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     args += ["--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8"]
     return args

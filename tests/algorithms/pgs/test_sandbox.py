@@ -11,7 +11,7 @@ import pytest
 
 from lightning_icml26.algorithms.pgs import DirectGeneration, PGSRefiner, ReferenceTester, Sandbox, SelfDebug
 from lightning_icml26.algorithms.pgs import sandbox as sandbox_module
-from lightning_icml26.algorithms.pgs.sandbox import SandboxUnavailableError
+from lightning_icml26.algorithms.pgs.sandbox import SandboxUnavailableError, _bwrap_args
 
 SORT_PROP = ("is_sorted", "def is_sorted(args, result):\n    assert result == sorted(result), 'not sorted'")
 
@@ -204,3 +204,12 @@ def test_refiners_take_the_isolation_option() -> None:
         SelfDebug(_Scripted(), Sandbox(), isolation="process")
     with pytest.raises(ValueError, match="isolation must be one of"):
         DirectGeneration(_Scripted(), isolation="container")
+
+
+def test_binds_under_tmp_are_mounted_over_the_private_tmp() -> None:
+    # a virtual environment under /tmp (a CI clone there) must stay visible inside the sandbox: bubblewrap applies
+    # its mounts in order, so the private tmpfs on /tmp has to come before any read-only bind beneath it
+    args = _bwrap_args(["/tmp/venv/lib/python3.11/site-packages"], tmp_mb=8)
+    tmpfs = next(i for i in range(len(args) - 1) if args[i] == "--tmpfs" and args[i + 1] == "/tmp")
+    bind = next(i for i in range(len(args) - 2) if args[i] == "--ro-bind" and args[i + 1].startswith("/tmp/venv"))
+    assert tmpfs < bind
