@@ -55,6 +55,7 @@ from lightning_icml26._preemption import preempted_checkpoint, preemption_of, re
 from lightning_icml26._requirements import Requirement
 from lightning_icml26._resumable import RNGStateCheckpoint, make_resumable
 from lightning_icml26.callbacks import MetricsPlot, NonFiniteLossError
+from lightning_icml26.tasks import TaskConfig
 
 __all__ = [
     "BuiltRecipe",
@@ -381,8 +382,12 @@ def build(cfg: DictConfig) -> BuiltRecipe:
     check_requirements(cfg)
     if cfg.get("task") is not None:
         task = _instantiate(cfg.task, "task")
+        if isinstance(task, TaskConfig):
+            return BuiltRecipe(config=cfg, task=task.run)
         if not callable(task):
-            raise RecipeError(f"'task' must build a callable (use _partial_: true), got {type(task).__name__}")
+            raise RecipeError(
+                f"'task' must build a TaskConfig or a callable (use _partial_: true), got {type(task).__name__}"
+            )
         return BuiltRecipe(config=cfg, task=task)
     for key in ("data", "model", "trainer"):
         if cfg.get(key) is None:

@@ -28,15 +28,16 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import lightning_icml26
 from lightning_icml26 import _catalog
 
 if TYPE_CHECKING:
-    from lightning_icml26 import _launch  # noqa: F401  (loaded lazily at run time)
+    from lightning_icml26 import _launch, _recipes  # noqa: F401  (loaded lazily at run time)
 
-__all__ = ["main"]
+__all__ = ["main", "run_recipe"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,6 +102,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         output_root=getattr(args, "output_root", "outputs"),
         program=sys.argv[0] if argv is None else "icml26",
     )
+
+
+def run_recipe(recipe: str, overrides: Sequence[str] = (), run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Run a shipped recipe from Python, as ``icml26 run RECIPE OVERRIDES`` does, and return its summary.
+
+    This is the path the benchmarks take: the same composition, checks, objects and ``summary.json`` as the
+    command line, without a Hydra job around it (so no ``.hydra/`` folder and no multirun; call it once per
+    cell of a sweep).
+
+    Args:
+        recipe: a name that ``icml26 list`` prints.
+        overrides: Hydra overrides, as on the command line (``trainer.max_epochs=3``, ``model/optimizer=l1_sgd``).
+        run_dir: the run folder; by default a new one under ``outputs/RECIPE/``.
+
+    Returns:
+        The summary written to ``RUN_DIR/summary.json``: ``status``, ``metrics`` (final scalar metrics, or a
+        task's figures), ``run_dir`` and ``seconds``.
+
+    Raises:
+        lightning_icml26._recipes.RecipeError: an unknown recipe, key or value, or a missing optional package;
+            nothing is written.
+
+    Example:
+        >>> import tempfile
+        >>> summary = run_recipe("quickstart", ["trainer=smoke"], run_dir=tempfile.mkdtemp())
+        >>> summary["status"], "val_acc" in summary["metrics"]
+        ('finished', True)
+    """
+    recipes = lightning_icml26._recipes
+    summary = recipes.run(recipes.compose(recipe, overrides, run_dir=run_dir))
+    summary.pop("is_global_zero", None)
+    return summary
 
 
 if __name__ == "__main__":  # python -m lightning_icml26.cli (torchrun, srun)
