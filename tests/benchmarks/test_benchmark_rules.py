@@ -2,8 +2,10 @@
 
 A benchmark is argument parsing, calls to the package's public API, a table and its JSON: it never edits
 ``sys.path`` (scripts run as ``python -m benchmarks.NAME``) and never imports a private name of ``lightning_icml26``.
-The training-side rules (no ``nn.Module`` subclass, no ``.backward()``, no optimizer ``.step()``) are listed by
-:func:`training_code`; scripts not yet ported to the recipes still break them (see the module's report).
+Nor does it train on its own: no ``nn.Module``, ``LightningModule`` or ``Callback`` subclass, no ``.backward()``, no
+optimizer ``.step()``, no ``.zero_grad()`` and no ``torch.autograd.grad`` (:func:`training_code`); training goes
+through the recipes (``lightning_icml26.cli.run_recipe``) or the task runners. The whole folder stays under
+:data:`LINE_BUDGET` lines.
 """
 
 from __future__ import annotations
@@ -15,6 +17,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").rglob("*.py") if p.name != "__init__.py")
+LINE_BUDGET = 4_500
+_TRAINING_BASES = {
+    "nn.Module",
+    "torch.nn.Module",
+    "Module",
+    "LightningModule",
+    "L.LightningModule",
+    "pl.LightningModule",
+    "Callback",
+    "L.Callback",
+    "pl.Callback",
+}
 
 
 def _tree(path: Path) -> ast.Module:
@@ -61,16 +75,17 @@ def private_imports(tree: ast.Module) -> list[tuple[int, str]]:
 
 
 def training_code(tree: ast.Module) -> list[tuple[int, str]]:
-    """``nn.Module`` subclasses, ``.backward()`` calls and optimizer ``.step()`` calls (``opt``/``optim``...)."""
+    """Module/callback subclasses, ``.backward()``, optimizer ``.step()``/``.zero_grad()`` and ``autograd.grad``."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
-                if _dotted(base) in {"nn.Module", "torch.nn.Module", "Module", "LightningModule", "L.LightningModule"}:
+                if _dotted(base) in _TRAINING_BASES:
                     found.append((node.lineno, f"class {node.name}({_dotted(base)})"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             owner = _dotted(node.func.value).lower()
-            if node.func.attr == "backward" or node.func.attr == "step" and any(k in owner for k in ("opt", "optim")):
+            optimizer_call = node.func.attr in {"step", "zero_grad"} and any(k in owner for k in ("opt", "optim"))
+            if node.func.attr == "backward" or optimizer_call or _dotted(node.func).endswith("autograd.grad"):
                 found.append((node.lineno, f"{_dotted(node.func)}()"))
     return found
 
@@ -81,10 +96,18 @@ def test_the_scan_finds_what_it_looks_for() -> None:
         "from lightning_icml26.tasks.fair_frontier import _fit\nfrom lightning_icml26.ops.attention import _kernels\n"
         "import lightning_icml26._optional\nfrom lightning_icml26.ops import soft_rank\n"
         "class M(nn.Module): pass\nloss.backward()\nopt.step()\nenv.step(0)\n"
+        "class C(Callback): pass\noptimizer.zero_grad()\ntorch.autograd.grad(y, x)\nscheduler.step()\n"
     )
     assert sys_path_edits(planted) == [2, 3]
     assert [line for line, _ in private_imports(planted)] == [4, 5, 6]
-    assert [text for _, text in training_code(planted)] == ["class M(nn.Module)", "loss.backward()", "opt.step()"]
+    assert [text for _, text in training_code(planted)] == [
+        "class M(nn.Module)",
+        "loss.backward()",
+        "opt.step()",
+        "class C(Callback)",
+        "optimizer.zero_grad()",
+        "torch.autograd.grad()",
+    ]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -95,6 +118,19 @@ def test_no_sys_path_edits(script: Path) -> None:
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_private_imports_from_the_package(script: Path) -> None:
     assert private_imports(_tree(script)) == [], f"{script.name} imports private names of lightning_icml26"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_training_of_its_own(script: Path) -> None:
+    found = training_code(_tree(script))
+    assert found == [], f"{script.name} trains on its own ({found}); run a recipe or a task runner instead"
+
+
+def test_the_folder_stays_within_its_line_budget() -> None:
+    lines = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in SCRIPTS}
+    total = sum(lines.values())
+    largest = sorted(lines.items(), key=lambda item: -item[1])[:5]
+    assert total < LINE_BUDGET, f"benchmarks/ has {total} lines (budget {LINE_BUDGET}); largest: {largest}"
 
 
 def report() -> str:
