@@ -44,6 +44,7 @@ from omegaconf.errors import OmegaConfBaseException
 from lightning_icml26 import _recipes
 from lightning_icml26._catalog import CONFIG_MODULE, global_rank, resolve_run_dir
 from lightning_icml26._dry_run import rehearse
+from lightning_icml26._outputs import atomic_write_text
 from lightning_icml26._preemption import requeued
 from lightning_icml26._rank_errors import is_rank_error, rank_error_line
 from lightning_icml26._run_lock import RunFolderBusy, RunFolderLock, check_run_dir
@@ -161,7 +162,21 @@ def _print_summary(summary: dict[str, Any]) -> None:
         print(f"   {key:<28} {shown}")
 
 
+def _job_dir(cfg: DictConfig) -> Path:
+    try:
+        return Path(str(cfg.run_dir))
+    except OmegaConfBaseException:  # the folder Hydra made for this job
+        return Path(HydraConfig.get().runtime.output_dir)
+
+
+def _config_stamp(job_dir: Path) -> int | None:
+    """When the run's ``config.yaml`` was last written (``None`` before the first run wrote one)."""
+    path = job_dir / "config.yaml"
+    return path.stat().st_mtime_ns if path.exists() else None
+
+
 def _job(spec: Launch, cfg: DictConfig) -> None:
+    stamp = _config_stamp(_job_dir(cfg))  # a resume's folder has one already
     saved_argv = sys.argv
     sys.argv = [spec.program, "run", spec.recipe, *HydraConfig.get().overrides.task]
     try:
@@ -189,11 +204,8 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
                 traceback.print_exception(error)
             error = _recipes.RecipeError(rank_error_line(error, cfg.get("run_dir"), *_rank_context(cfg)))
         spec.failures.append(error)
-        try:
-            job_dir = Path(str(cfg.run_dir))
-        except OmegaConfBaseException:  # the folder Hydra made for this job
-            job_dir = Path(HydraConfig.get().runtime.output_dir)
-        if refused(error) and not (job_dir / "config.yaml").exists():  # refused before the run began
+        job_dir = _job_dir(cfg)
+        if refused(error) and _config_stamp(job_dir) == stamp:  # refused before the run began
             spec.refused_dirs.append(job_dir)
     finally:
         sys.argv = saved_argv
@@ -262,6 +274,15 @@ def _hydra_arguments(spec: Launch) -> list[str]:
     return [*arguments, "--multirun"] if spec.multirun else arguments
 
 
+def _hydra_record(spec: Launch) -> dict[Path, str]:
+    """The files of an existing run folder's ``.hydra/`` record (a resume's folder), to put back on refusal."""
+    try:
+        record = _run_dir(spec) / ".hydra"
+    except _recipes.RecipeError:
+        return {}
+    return {path: path.read_text() for path in record.glob("*.yaml")} if record.is_dir() else {}
+
+
 def launch(spec: Launch) -> int:
     """Run (or dry-run) a recipe through ``hydra.main``; print errors as one line each.
 
@@ -271,8 +292,18 @@ def launch(spec: Launch) -> int:
     Returns:
         The exit code: 0 when every job finished; 2 when the configuration is refused (a bad recipe, key,
         value or object, a missing optional package), with or without ``--dry-run``, and then no run folder
-        is left behind; 1 when a job failed during its run; 130 when a job was interrupted.
+        is left behind, and an existing folder (``icml26 resume``) keeps its ``.hydra/`` record as it was;
+        1 when a job failed during its run; 130 when a job was interrupted.
     """
+    record = _hydra_record(spec)
+    code = _launch_with_hydra(spec)
+    if code == 2:  # Hydra rewrote the record before the job refused the configuration: put the old one back
+        for path, content in record.items():
+            atomic_write_text(path, content)
+    return code
+
+
+def _launch_with_hydra(spec: Launch) -> int:
     previous_error_mode = os.environ.get("HYDRA_FULL_ERROR")
     saved_argv = sys.argv
     created: list[Path] = []

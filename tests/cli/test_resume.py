@@ -75,6 +75,17 @@ def test_resume_appends_to_the_metrics_of_its_own_folder(tmp_path: Path, monkeyp
     assert "trainer.max_epochs=2" not in overrides
 
 
+def test_a_refused_resume_keeps_the_runs_hydra_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "out")
+    assert _launch(["run", "quickstart", *SMALL, "trainer.max_epochs=1", "--output-root", root], "r", monkeypatch) == 0
+    run_dir = tmp_path / "out" / "quickstart" / "r"
+    before = {p.name: p.read_text() for p in (run_dir / ".hydra").glob("*.yaml")}
+    monkeypatch.delenv("ICML26_RUN_ID")
+    assert main(["resume", str(run_dir), "trainer.max_epochs=-5"]) == 2
+    assert {p.name: p.read_text() for p in (run_dir / ".hydra").glob("*.yaml")} == before
+    assert "trainer.max_epochs=1" in before["overrides.yaml"]
+
+
 def test_resume_without_a_checkpoint_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "config.yaml").write_text("recipe: quickstart\n")
     assert main(["resume", str(tmp_path)]) == 2
