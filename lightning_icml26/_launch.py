@@ -92,6 +92,29 @@ class Launch:
     summaries: list[dict[str, Any]] = field(default_factory=list)
     failures: list[BaseException] = field(default_factory=list)
     refused_dirs: list[Path] = field(default_factory=list)
+    launcher_pid: int = field(default_factory=os.getpid)
+
+
+class JobFailed(Exception):
+    """A sweep's job that ran in another process (a submitit worker) failed, with its one-line verdict.
+
+    Hydra's sweeper re-raises it in the launching process, which then exits 1 (2 when the job's configuration
+    was refused) instead of 0.
+
+    Example:
+        >>> import pickle
+        >>> error = pickle.loads(pickle.dumps(JobFailed("model.lr: 'fast' does not fit", refused=True)))
+        >>> error.line, error.refused
+        ("model.lr: 'fast' does not fit", True)
+    """
+
+    def __init__(self, line: str, refused: bool) -> None:
+        super().__init__(line)
+        self.line = line
+        self.refused = refused
+
+    def __reduce__(self) -> tuple[type[JobFailed], tuple[str, bool]]:
+        return (JobFailed, (self.line, self.refused))
 
 
 def debug_requested() -> bool:
@@ -205,8 +228,11 @@ def _job(spec: Launch, cfg: DictConfig) -> None:
             error = _recipes.RecipeError(rank_error_line(error, cfg.get("run_dir"), *_rank_context(cfg)))
         spec.failures.append(error)
         job_dir = _job_dir(cfg)
-        if refused(error) and _config_stamp(job_dir) == stamp:  # refused before the run began
+        refused_here = refused(error) and _config_stamp(job_dir) == stamp  # refused before the run began
+        if refused_here:
             spec.refused_dirs.append(job_dir)
+        if os.getpid() != spec.launcher_pid:  # a worker process: tell the launching process through Hydra
+            raise JobFailed(_recipes.error_line(error), refused=refused_here) from None
     finally:
         sys.argv = saved_argv
 
@@ -321,6 +347,9 @@ def _launch_with_hydra(spec: Launch) -> int:
         GlobalHydra.instance().clear()
         entry = hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=spec.recipe, version_base="1.3")
         entry(lambda cfg: _job(spec, cfg))()
+    except JobFailed as failed:  # a job of a sweep that ran in another process (submitit)
+        print(f"error: {failed.line}", file=sys.stderr)
+        return 2 if failed.refused else 1
     except (HydraException, OmegaConfBaseException, _recipes.RecipeError, RunFolderBusy, NotADirectoryError) as error:
         print(f"error: {_recipes.one_line(error)}", file=sys.stderr)
         return 2

@@ -41,3 +41,19 @@ def test_a_sweep_through_submitit_local_runs_each_point_to_finished(tmp_path: Pa
         config = (sweep / job / "config.yaml").read_text()
         assert f"lr: {lr}" in config
     assert list((sweep / ".submitit").iterdir()), "submitit's own job records are there"
+
+
+@pytest.mark.slow
+@requires_module("hydra_plugins.hydra_submitit_launcher")
+def test_a_failed_job_of_a_submitit_sweep_fails_the_launch(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "ICML26_RUN_ID": "sweep"}
+    env.pop("ICML26_RUN_DIR", None)
+    command = [sys.executable, "-m", "lightning_icml26.cli", "run", "quickstart", "-m", "hydra/launcher=submitit_local"]
+    command += ["model.optimizer.lr=0.01,1e30", *TINY, "--output-root", str(tmp_path)]
+    proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stderr[-3000:]  # the job ran in a worker process; the launch still fails
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "nan" in proc.stderr.splitlines()[-1]
+    sweep = tmp_path / "quickstart" / "sweep"
+    statuses = {job: json.loads((sweep / job / "summary.json").read_text())["status"] for job in ("0", "1")}
+    assert statuses == {"0": "finished", "1": "diverged"}
