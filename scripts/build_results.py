@@ -19,7 +19,6 @@ say is printed as "not recorded". A method's status is computed from its canonic
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -27,6 +26,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from generated_files import write_or_check
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -329,23 +330,7 @@ def build() -> dict[Path, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write (or with --check, compare) docs/results.md and README.md's status column."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when a generated file is out of date")
-    args = parser.parse_args(argv)
-    stale = []
-    for path, text in build().items():
-        current = path.read_text(encoding="utf-8") if path.exists() else ""
-        if current == text:
-            continue
-        if args.check:
-            stale.append(path.relative_to(REPO).as_posix())
-        else:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path.relative_to(REPO).as_posix()}")
-    if stale:
-        print(f"out of date: {', '.join(stale)}; run `python scripts/build_results.py`", file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(__doc__.split("\n", 1)[0], "scripts/build_results.py", build, argv)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
+
+from generated_files import write_or_check
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -76,26 +77,14 @@ def rewrite(text: str, path: Path) -> str:
     return text[: start + len(BEGIN)] + "\n" + table() + "\n" + text[end:]
 
 
+def tables() -> dict[Path, str]:
+    """The new text of each file that holds an extras table."""
+    return {path: rewrite(path.read_text(encoding="utf-8"), path) for path in FILES}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write (or with --check, compare) the extras tables."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when a table differs from pyproject.toml")
-    args = parser.parse_args(argv)
-    stale = []
-    for path in FILES:
-        text = path.read_text(encoding="utf-8")
-        new = rewrite(text, path)
-        if new == text:
-            continue
-        if args.check:
-            stale.append(path.relative_to(REPO).as_posix())
-        else:
-            path.write_text(new, encoding="utf-8")
-            print(f"wrote {path.relative_to(REPO).as_posix()}")
-    if stale:
-        print(f"out of date: {', '.join(stale)}; run `python scripts/extras_table.py`", file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(__doc__.split("\n", 1)[0], "scripts/extras_table.py", tables, argv)
 
 
 if __name__ == "__main__":

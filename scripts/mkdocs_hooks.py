@@ -45,9 +45,9 @@ def dunder_all(init: Path) -> list[str] | None:
     """The literal `__all__` of a package's `__init__.py`, or None when it has none."""
     tree = ast.parse(init.read_text(encoding="utf-8"))
     for node in tree.body:
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
             try:
                 return [str(v) for v in ast.literal_eval(node.value)]
