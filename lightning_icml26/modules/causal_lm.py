@@ -17,6 +17,7 @@ from lightning.pytorch import LightningModule
 from torch import nn
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.ops.attention import UPipeAttention
 
 __all__ = ["CausalLMModule", "TinyCausalTransformer", "build_hf_causal_lm"]
@@ -28,6 +29,7 @@ def _default_optimizer(params: Iterable[Any]) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=1e-3)
 
 
+@declare_requirements([Requirement("transformers", "hf", "build_hf_causal_lm")])
 def build_hf_causal_lm(
     model_type: str = "llama", attn_implementation: str = "sdpa", seed: int | None = None, **config: Any
 ) -> nn.Module:

@@ -20,6 +20,7 @@ from torch import nn
 from torchmetrics.text import BLEUScore, ROUGEScore
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.data.graph_substrate import GraphTask, final_answer
 from lightning_icml26.llm import ByteTokenizer, HFCausalLM, LanguageModel
 from lightning_icml26.metrics import EdgeMicroF1, GraphExactMatch
@@ -139,6 +140,11 @@ def evaluate_graph_tasks(
     return scores
 
 
+@declare_requirements(
+    lambda args: (
+        [Requirement("peft", "graphs", "LoRA fine-tuning in SubstrateSFTModule")] if args["lora"] is not None else []
+    )
+)
 class SubstrateSFTModule(LightningModule):
     """Answer-only SFT of a causal LM on G-Substrate batches, with optional LoRA.
 

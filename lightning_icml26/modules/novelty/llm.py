@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lightning_icml26._optional import require
+from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.novelty import CalibratedSeenDetector, KNNDistanceDetector, NoveltyReward
 from lightning_icml26.llm import HFCausalLM, smollm2
 from lightning_icml26.modules.novelty.selfplay import SelfPlayModule
@@ -197,6 +198,16 @@ ARITHMETIC_HELD_OUT = (
 """The default held-out problems of :func:`smollm2_selfplay_module`'s solver."""
 
 
+@declare_requirements(
+    lambda args: (
+        [Requirement("transformers", "llm", "the SmolLM2 questioner")]
+        + (
+            [Requirement("peft", "graphs", "LoRA adapters of the self-play questioner")]
+            if args["lora"] is not None
+            else []
+        )
+    )
+)
 def smollm2_selfplay_module(
     beta: float = 1.0,
     lambda_rep: float = 1.0,
