@@ -12,8 +12,12 @@ import pytest
 
 from lightning_icml26 import _recipes
 from lightning_icml26._requirements import declared_requirements
-from lightning_icml26.data import DirichletPartitionDataModule, ForecastDataModule, MiniGridDataModule
-from lightning_icml26.data import MovieGenreFeatures
+from lightning_icml26.data import (
+    DirichletPartitionDataModule,
+    ForecastDataModule,
+    MiniGridDataModule,
+    MovieGenreFeatures,
+)
 from lightning_icml26.modules import SubstrateSFTModule, build_hf_causal_lm
 from lightning_icml26.modules.novelty.llm import smollm2_selfplay_module
 
