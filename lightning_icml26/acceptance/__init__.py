@@ -1,4 +1,4 @@
-"""Acceptance of the package's CUDA paths, run on any device: checks against references, and ISA's latency.
+"""Paths measured against their references on any device: the CUDA checks of `make gpu-check`, ISA quality and latency.
 
 ``make gpu-check`` (``python -m benchmarks.gpu.acceptance``) runs these on one GPU within a wall-clock budget.
 Every piece takes the device as an argument, so the same code runs on the CPU (the tests do).
@@ -10,6 +10,8 @@ Every piece takes the device as an argument, so the same code runs on the CPU (t
   (:class:`AcceptanceRow`) within a :class:`Budget`, writing partial figures after every stage.
 * :mod:`~lightning_icml26.acceptance.isa_latency`: :func:`measure_isa_latency`, ISA's forward and backward
   latency against SDPA's flash backend.
+* :mod:`~lightning_icml26.acceptance.isa_quality`: :func:`compare_isa_attention`, ISA's error and score budget
+  against dense attention and two equal-budget sparse baselines, with the paper's two insights.
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ from lightning_icml26.acceptance.isa_latency import (
     measure_isa_latency,
     sdpa_flash,
 )
+from lightning_icml26.acceptance.isa_quality import (
+    ISA_COMPARED_METHODS,
+    compare_isa_attention,
+    context_mass_ratio,
+    isa_block_errors,
+    zeroth_order_attention,
+)
 from lightning_icml26.acceptance.runner import (
     AcceptanceRow,
     Budget,
@@ -49,6 +58,7 @@ from lightning_icml26.acceptance.runner import (
 
 __all__ = [
     "ACCEPTANCE_CHECKS",
+    "ISA_COMPARED_METHODS",
     "ISA_LATENCY_METHODS",
     "TOLERANCES",
     "AcceptanceCheck",
@@ -63,7 +73,10 @@ __all__ = [
     "check_isa_triton",
     "check_sdpa",
     "check_upipe_fused",
+    "compare_isa_attention",
+    "context_mass_ratio",
     "dtype_name",
+    "isa_block_errors",
     "isa_latency_inputs",
     "isa_latency_table",
     "isa_latency_targets",
@@ -74,4 +87,5 @@ __all__ = [
     "run_check",
     "sdpa_flash",
     "target_entry",
+    "zeroth_order_attention",
 ]

@@ -3,6 +3,7 @@
 Each runner takes one settings object, a frozen dataclass derived from :class:`TaskConfig` whose ``run()``
 runs it; a recipe's ``task`` node builds that object.
 
+* :func:`complementarity_grid_task` (``benchmarks/complementarity.py``): robust human-AI pooling over a grid.
 * :func:`fair_frontier_task` (``fair_compas``): fairness frontiers on a tabular data set.
 * :func:`run_online` (``r4_pendulum``, ``r4_halfcheetah``): R4's online policy learning with a learned reward,
   with :func:`reward_function` and :func:`fit_reward_model`. They live in :mod:`lightning_icml26.tasks.r4_online`,
@@ -25,6 +26,7 @@ from typing import Any
 from lightning_icml26._optional import require
 from lightning_icml26.tasks._config import TaskConfig
 from lightning_icml26.tasks.asr_icl import asr_icl_task
+from lightning_icml26.tasks.complementarity_grid import ComplementarityGridConfig, complementarity_grid_task
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task, fit_fair_classifier
 from lightning_icml26.tasks.irt_judge import irt_judge_task
 from lightning_icml26.tasks.isa_edit import isa_edit_task
@@ -42,8 +44,10 @@ _LAZY = {
 }
 
 __all__ = [
+    "ComplementarityGridConfig",
     "TaskConfig",
     "asr_icl_task",
+    "complementarity_grid_task",
     "fair_frontier_task",
     "fit_fair_classifier",
     "irt_judge_task",
