@@ -123,7 +123,7 @@ def calibration_weights(cal: ForecastTable, sigma_range: tuple[float, float], ep
     }
 
 
-def _sigma_range(kind: str, levels: tuple[float, ...]) -> tuple[float, float]:
+def _sigma_range(kind: Literal["gaussian", "binary"], levels: tuple[float, ...]) -> tuple[float, float]:
     """The AI's uncertainty set: the levels' range (Gaussian) or the AI's Brier RMSE at the extreme levels."""
     if kind == "gaussian":
         return min(levels), max(levels)
@@ -177,7 +177,9 @@ def _summary(kind: str, rho: float, sigma_range: tuple[float, float], rows: list
     }  # fmt: skip
 
 
-def _grid(config: ComplementarityGridConfig, kind: str, levels: tuple[float, ...], seed: int) -> tuple[list, list]:
+def _grid(
+    config: ComplementarityGridConfig, kind: Literal["gaussian", "binary"], levels: tuple[float, ...], seed: int
+) -> tuple[list, list]:
     """Rows per (rho, test AI level) and one summary per rho, for one task kind and one seed."""
     sigma_range = _sigma_range(kind, levels)
     rows, summary = [], []
