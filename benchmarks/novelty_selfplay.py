@@ -4,8 +4,9 @@ Four questioner rewards, on the same toy world and the same seeds, each one run 
 (GRPO questioner, SGD lr 8, 4 prompts x 8 questions, 8 solver samples, solver band [0.25, 0.75]) through
 ``lightning_icml26.cli.run_recipe``, the arms as its documented overrides: ``uncertainty`` (R-Zero's uncertainty
 reward only), ``r_zero`` (plus the batch repetition penalty), ``memory`` (plus an R-Diverse-style persistent
-memory penalty, the strongest baseline) and ``seen`` (R-Zero plus the Seen-Detector novelty, beta chosen among {1, 2, 4} on validation seeds 100.., never on test seeds). Per
-iteration, from the run's ``logs/metrics.csv``: held-out solver score (points), coverage entropy, seen rate.
+memory penalty, the strongest baseline) and ``seen`` (R-Zero plus the Seen-Detector novelty, beta chosen among
+{1, 2, 4} on validation seeds 100.., never on test seeds). Per iteration, from the run's ``logs/metrics.csv``:
+held-out solver score (points), coverage entropy, seen rate.
 
 Targets (the paper reports no numbers; it claims collapse is mitigated with consistent gains):
 ``uncertainty_collapse`` (uncertainty's peak minus final >= 10 points: the premise; when missed every other
