@@ -144,7 +144,7 @@ def _against_float64_cpu(
 
 
 def _result(name: str, dtype: torch.dtype, error: float, start: float) -> CheckResult:
-    tolerance = _TIGHTER.get((name, dtype), TOLERANCES[dtype])
+    tolerance = _TIGHTER.get((name, dtype), TOLERANCES.get(dtype, 0.0))
     return CheckResult(name, dtype_name(dtype), float(error), tolerance, time.perf_counter() - start)
 
 
@@ -296,6 +296,15 @@ class AcceptanceCheck:
     fn: Callable[[torch.device, torch.dtype], CheckResult]
     dtypes: tuple[torch.dtype, ...]
     estimate_s: float = 10.0
+
+    def tolerance(self, dtype: torch.dtype) -> float:
+        """The largest relative error this check accepts in ``dtype``.
+
+        Example:
+            >>> [c.tolerance(torch.float32) for c in ACCEPTANCE_CHECKS if c.name == "arm"]
+            [0.0001]
+        """
+        return _TIGHTER.get((self.name, dtype), TOLERANCES.get(dtype, 0.0))
 
     def result_keys(self) -> list[str]:
         """``<name>_<dtype>`` for every dtype, in run order."""

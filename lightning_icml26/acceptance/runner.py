@@ -152,9 +152,9 @@ def acceptance_targets(
     """
     targets: dict[str, dict[str, Any]] = {}
     for c in checks:
-        for key in c.result_keys():
+        for dtype, key in zip(c.dtypes, c.result_keys(), strict=True):
             got = check_results.get(key, {})
-            targets[f"check_{key}"] = target_entry(got.get("error", math.nan), "<=", got.get("tolerance", 0.0))
+            targets[f"check_{key}"] = target_entry(got.get("error", math.nan), "<=", c.tolerance(dtype))
     for row in rows:
         measured = _targets_of(row_results.get(row.name))
         for name, op, threshold in row.headline:

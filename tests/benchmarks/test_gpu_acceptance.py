@@ -25,6 +25,11 @@ def test_dry_run_writes_every_target_unmeasured(tmp_path: Path) -> None:
     names |= {f"{r.name}.{t[0]}" for r in rows for t in r.headline}
     assert set(targets) == names
     assert "isa_latency.isa_triton_latency_ratio_64k" in names
+    # an unmeasured check still states its tolerance
+    assert (targets["check_arm_float32"]["target"], targets["check_sdpa_bfloat16"]["target"]) == (
+        "<= 0.0001",
+        "<= 0.03",
+    )
     assert all(entry["met"] is False and math.isnan(entry["value"]) for entry in targets.values())
     assert record["figures"]["complete"] is True
     assert record["figures"]["dry_run"] is True
