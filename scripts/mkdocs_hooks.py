@@ -31,6 +31,7 @@ SUBPACKAGES = (
     "data",
     "algorithms",
     "tasks",
+    "acceptance",
     "llm",
     "distributed",
 )

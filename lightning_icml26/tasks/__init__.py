@@ -3,10 +3,12 @@
 Each runner takes one settings object, a frozen dataclass derived from :class:`TaskConfig` whose ``run()``
 runs it; a recipe's ``task`` node builds that object.
 
+* :func:`complementarity_grid_task` (``benchmarks/complementarity.py``): robust human-AI pooling over a grid.
 * :func:`fair_frontier_task` (``fair_compas``): fairness frontiers on a tabular data set.
 * :func:`run_online` (``r4_pendulum``, ``r4_halfcheetah``): R4's online policy learning with a learned reward,
   with :func:`reward_function` and :func:`fit_reward_model`. They live in :mod:`lightning_icml26.tasks.r4_online`,
   which imports ``gymnasium`` (the optional ``rl`` extra), so they are loaded on first access.
+* :func:`g_substrate_task` (``benchmarks/g_substrate.py``): G-Substrate's three SFT regimes for one seed.
 * :func:`irt_judge_task` (``irt_judge``): IRT-GRM reliability diagnostics of a simulated or SmolLM2 judge.
 * :func:`matching_market_task` (``wayse_market``): Way-SE-inspired matching bandits against baselines.
 * :func:`asr_icl_task` (``asr_icl_compas``): label-only recourse for ICL classifiers, ASR-ICL against baselines.
@@ -25,7 +27,17 @@ from typing import Any
 from lightning_icml26._optional import require
 from lightning_icml26.tasks._config import TaskConfig
 from lightning_icml26.tasks.asr_icl import asr_icl_task
+from lightning_icml26.tasks.complementarity_grid import ComplementarityGridConfig, complementarity_grid_task
 from lightning_icml26.tasks.fair_frontier import fair_frontier_task, fit_fair_classifier
+from lightning_icml26.tasks.g_substrate import (
+    G_SUBSTRATE_QA_TASKS,
+    G_SUBSTRATE_RATIOS,
+    G_SUBSTRATE_TASKS,
+    GSubstrateConfig,
+    g_substrate_held_out,
+    g_substrate_task,
+    isolated_steps,
+)
 from lightning_icml26.tasks.irt_judge import irt_judge_task
 from lightning_icml26.tasks.isa_edit import isa_edit_task
 from lightning_icml26.tasks.itc_minatar import itc_minatar_task
@@ -42,12 +54,21 @@ _LAZY = {
 }
 
 __all__ = [
+    "ComplementarityGridConfig",
+    "G_SUBSTRATE_QA_TASKS",
+    "G_SUBSTRATE_RATIOS",
+    "G_SUBSTRATE_TASKS",
+    "GSubstrateConfig",
     "TaskConfig",
     "asr_icl_task",
+    "complementarity_grid_task",
     "fair_frontier_task",
     "fit_fair_classifier",
+    "g_substrate_held_out",
+    "g_substrate_task",
     "irt_judge_task",
     "isa_edit_task",
+    "isolated_steps",
     "itc_minatar_task",
     "lcpbscm_task",
     "matching_market_task",

@@ -1,4 +1,4 @@
-"""benchmarks/g_substrate.py: the targets computed from per-seed results (same keys at every size)."""
+"""G-Substrate: the task runner (counts, held-out samples, step shares) and the benchmark's sizes, targets, pooling."""
 
 from __future__ import annotations
 
@@ -13,15 +13,28 @@ import pytest
 import torch
 
 import benchmarks.g_substrate as bench
-from lightning_icml26.data.graph_substrate import parse_graph_schema
+from lightning_icml26.data.graph_substrate import GraphSubstrateDataModule, parse_graph_schema
+from lightning_icml26.data.graph_substrate.mixtures import task_kind
+from lightning_icml26.llm import ByteTokenizer
+from lightning_icml26.tasks import (
+    G_SUBSTRATE_QA_TASKS,
+    G_SUBSTRATE_RATIOS,
+    G_SUBSTRATE_TASKS,
+    GSubstrateConfig,
+    g_substrate_held_out,
+    g_substrate_task,
+    isolated_steps,
+)
+
+ALGO = list(G_SUBSTRATE_TASKS[:5])
 
 
 def _result(level: dict[str, float]) -> dict[str, dict[str, float]]:
     out = {}
     for regime, value in level.items():
-        res = dict.fromkeys(bench._COLUMNS, value)
+        res = dict.fromkeys(bench.COLUMNS, value)
         res["cycle"] = value + (0.2 if regime == "isolated" else 0.0)
-        res["mean_em"] = sum(res[t] for t in bench.QA_TASKS) / len(bench.QA_TASKS)
+        res["mean_em"] = sum(res[t] for t in G_SUBSTRATE_QA_TASKS) / len(G_SUBSTRATE_QA_TASKS)
         out[regime] = res
     return out
 
@@ -30,7 +43,7 @@ def test_targets_from_per_seed_results(tmp_path: Path) -> None:
     per_seed = [_result({"isolated": 0.5, "multitask": 0.4, "interleaved": 0.45}),
                 _result({"isolated": 0.5, "multitask": 0.4, "interleaved": 0.47})]  # fmt: skip
     path = tmp_path / "g.json"
-    bench.report(per_seed, [], {"steps": 1}, argparse.Namespace(json=path, quick=True), final=False)
+    bench.report(per_seed, {"steps": 1, "seeds_done": [0, 1]}, argparse.Namespace(json=path, quick=True), final=True)
     targets = json.loads(path.read_text())["figures"]["targets"]
     assert set(targets) == {
         "interleaved_minus_multitask_mean_em_points",
@@ -44,12 +57,12 @@ def test_targets_from_per_seed_results(tmp_path: Path) -> None:
 
 
 def test_isolated_steps_share_the_budget_by_mixture_share() -> None:
-    steps = bench.isolated_steps(50, bench.TASKS, bench.RATIOS)
+    steps = isolated_steps(50, G_SUBSTRATE_TASKS, G_SUBSTRATE_RATIOS)
     assert sum(steps.values()) == 50
     # algorithm tasks: 0.6 / 5 of 50 = 6 each; consistency and extraction: 0.2 of 50 = 10 each
-    assert steps == dict.fromkeys(bench.ALGO, 6) | {"consistency": 10, "extraction": 10}
+    assert steps == dict.fromkeys(ALGO, 6) | {"consistency": 10, "extraction": 10}
     # 10 steps: raw shares 1.2 (x5) and 2 (x2) -> floors 1 and 2, the one step left goes to the first task
-    assert bench.isolated_steps(10, bench.TASKS, bench.RATIOS) == {
+    assert isolated_steps(10, G_SUBSTRATE_TASKS, G_SUBSTRATE_RATIOS) == {
         "connectivity": 2, "cycle": 1, "shortest_path": 1, "matching": 1, "neighbors": 1,
         "consistency": 2, "extraction": 2,
     }  # fmt: skip
@@ -65,21 +78,20 @@ def one_thread() -> Iterator[None]:
 
 
 def test_arms_train_the_same_steps_samples_and_every_token_once(one_thread: None) -> None:
-    size = bench.Size(
-        "byte_llama", steps=10, batch=2, n_eval=1, seeds=1, lr=1e-3, split_isolated=True, width=16,
-        new_tokens_qa=2, new_tokens_extraction=2,
+    config = GSubstrateConfig(
+        steps=10, batch=2, n_eval=1, lr=1e-3, width=16, new_tokens_qa=2, new_tokens_extraction=2, real=False
     )  # fmt: skip
-    generated, _ = bench.held_out(1, seed=10_000)
-    result = bench.run_seed(size, 0, generated, [])  # no real graphs: their long prompts only cost time
+    result = g_substrate_task(config)
     for regime in ("isolated", "multitask", "interleaved"):
         assert result[regime]["steps"] == 10
         assert result[regime]["samples"] == 20
-    assert result["isolated"]["models"] == len(bench.TASKS)
+    assert result["isolated"]["models"] == len(G_SUBSTRATE_TASKS)
     # the counted tokens are those of the generated training rows, each seen once (independent count)
     for regime in ("multitask", "interleaved"):
-        dm = bench.GraphSubstrateDataModule(
-            bench.ByteTokenizer(), regime, bench.TASKS, bench.RATIOS, num_train=20, num_val=1, num_nodes=(4, 7),
-            edge_prob=0.35, max_length=2048, batch_size=2, seed=0, kinds=[bench.task_kind(t) for t in bench.ALGO],
+        dm = GraphSubstrateDataModule(
+            ByteTokenizer(), regime, list(G_SUBSTRATE_TASKS), G_SUBSTRATE_RATIOS, num_train=20, num_val=1,
+            num_nodes=(4, 7), edge_prob=0.35, max_length=2048, batch_size=2, seed=0,
+            kinds=[task_kind(t) for t in ALGO],
         )  # fmt: skip
         dm.setup()
         rows = dm._rows["train"]
@@ -93,28 +105,25 @@ def _args(*argv: str) -> argparse.Namespace:
 
 def test_flags_override_the_chosen_size() -> None:
     assert bench.chosen_size(_args()) == bench.SIZES["default"]
-    size = bench.chosen_size(
-        _args("--quick", "--steps", "7", "--batch", "3", "--width", "32", "--layers", "3", "--lr", "5e-4",
-              "--n-eval", "2", "--no-split-isolated", "--seeds", "4")
-    )  # fmt: skip
-    expected = bench.replace(
-        bench.SIZES["quick"], steps=7, batch=3, width=32, num_layers=3, lr=5e-4, n_eval=2, split_isolated=False, seeds=4
-    )
-    assert size == expected
-    assert bench.chosen_size(_args("--split-isolated")).split_isolated is True
-    assert bench.chosen_size(_args("--full", "--steps", "5")) == bench.replace(bench.SIZES["full"], steps=5)
+    flags = "--quick --steps 7 --batch 3 --width 32 --layers 3 --lr 5e-4 --n-eval 2 --no-split-isolated --seeds 4"
+    config, seeds = bench.chosen_size(_args(*flags.split()))
+    expected = GSubstrateConfig(steps=7, batch=3, width=32, num_layers=3, lr=5e-4, n_eval=2, split_isolated=False)
+    assert (config, seeds) == (expected, 4)
+    assert bench.chosen_size(_args("--split-isolated"))[0].split_isolated is True
+    full, _ = bench.chosen_size(_args("--full", "--steps", "5"))
+    assert (full.model, full.steps, full.batch) == ("smollm2", 5, 4)
 
 
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["--steps", "0"], "--steps=0"),
-        (["--batch", "-2"], "--batch=-2"),
-        (["--layers", "0"], "--layers=0"),
-        (["--width", "30"], "--width=30 .*multiple of 4"),
-        (["--lr", "0"], "--lr=0.0"),
-        (["--lr", "nan"], "--lr=nan"),
-        (["--n-eval", "0"], "--n-eval=0"),
+        (["--steps", "0"], "steps must be a positive integer, got 0"),
+        (["--batch", "-2"], "batch must be a positive integer, got -2"),
+        (["--layers", "0"], "num_layers must be a positive integer, got 0"),
+        (["--width", "30"], "width must be a positive multiple of 4"),
+        (["--lr", "0"], "lr must be a positive finite learning rate, got 0.0"),
+        (["--lr", "nan"], "lr must be a positive finite learning rate, got nan"),
+        (["--n-eval", "0"], "n_eval must be a positive integer, got 0"),
         (["--seeds", "0"], "--seeds=0"),
         (["--full", "--width", "64"], "not allowed with --full"),
         (["--full", "--quick"], "exclusive"),
@@ -125,48 +134,9 @@ def test_bad_flags_raise_naming_the_flag(argv: list[str], match: str) -> None:
         bench.chosen_size(_args(*argv))
 
 
-def test_checkpoints_flag() -> None:
-    assert bench.checkpoints(None, 9) == [9]
-    assert bench.checkpoints("3,6,9", 9) == [3, 6, 9]
-    for bad in ("3,x", "6,3", "0,3", "3,10", "3,3"):
-        with pytest.raises(ValueError, match="--checkpoints"):
-            bench.checkpoints(bad, 9)
-
-
-def test_validation_samples_differ_from_the_test_samples() -> None:
-    val = bench.validation_set(4)
-    test, _ = bench.held_out(4, seed=bench.TEST_SEED)
-    assert [t.task for t in val] == [t.task for t in test]
-    assert not {t.prompt for t in val} & {t.prompt for t in test}
-
-
-def test_chance_is_the_majority_answer_rate() -> None:
-    tasks = bench.validation_set(3)
-    rates = bench.chance(tasks)
-    assert set(rates) == set(bench.QA_TASKS)
-    for name, rate in rates.items():
-        targets = [t.target.strip().lower() for t in tasks if t.task == name]
-        # independent count: the best constant answer's exact match
-        assert rate == max(sum(x == y for y in targets) for x in targets) / 3
-
-
-def test_sizing_rule_picks_the_cheapest_candidate_above_chance_within_budget() -> None:
-    cands = [
-        {"steps": 300, "tasks_above_chance": 3, "projected_min_per_seed": 5.0},  # not above chance on enough tasks
-        {"steps": 600, "tasks_above_chance": 4, "projected_min_per_seed": 20.0},
-        {"steps": 900, "tasks_above_chance": 5, "projected_min_per_seed": 22.0},
-        {"steps": 1200, "tasks_above_chance": 6, "projected_min_per_seed": 50.0},  # over the budget
-    ]
-    # two workers: two seeds take one round, three seeds two rounds
-    assert bench.choose(cands, budget_min=30.0) == cands[1] | {"seeds": 2}
-    assert bench.choose(cands, budget_min=40.0) == cands[1] | {"seeds": 3}
-    assert bench.choose(cands, budget_min=40.0, workers=1) == cands[1] | {"seeds": 2}
-    assert bench.choose(cands[:1] + cands[3:], budget_min=45.0) is None
-
-
 def test_held_out_yes_no_tasks_are_balanced() -> None:
-    generated, _ = bench.held_out(4, seed=bench.TEST_SEED)
-    for task in bench.BALANCED:
+    generated, _ = g_substrate_held_out(4)
+    for task in ("connectivity", "cycle"):
         samples = [t for t in generated if t.task == task]
         assert [t.target for t in samples] == ["Yes", "No", "Yes", "No"]
         for sample in samples:
@@ -179,18 +149,6 @@ def test_held_out_yes_no_tasks_are_balanced() -> None:
             else:
                 truth = not nx.is_forest(graph)
             assert sample.target == ("Yes" if truth else "No")
-
-
-def test_sizing_fallback_takes_the_best_validation_score_within_budget() -> None:
-    cands = [
-        {"steps": 150, "mean_em": 0.30, "projected_min_per_seed": 10.0},
-        {"steps": 300, "mean_em": 0.35, "projected_min_per_seed": 20.0},
-        {"steps": 600, "mean_em": 0.40, "projected_min_per_seed": 50.0},  # over the budget
-    ]
-    assert bench.fallback(cands, budget_min=45.0) == cands[1] | {"seeds": 3}
-    assert bench.fallback(cands, budget_min=30.0) == cands[1] | {"seeds": 2}
-    with pytest.raises(ValueError, match="budget_min=5"):
-        bench.fallback(cands, budget_min=5.0)
 
 
 def _record(settings: dict, seeds: list[int], levels: list[float]) -> dict:
@@ -208,7 +166,7 @@ def test_combine_pools_seeds_as_one_run_would(tmp_path: Path) -> None:
     assert pooled["seeds_done"] == [0, 1, 2]
     assert pooled["steps"] == 8
     path = tmp_path / "pooled.json"
-    bench.report(per_seed, [], pooled, argparse.Namespace(json=path, quick=True), final=False)
+    bench.report(per_seed, pooled, argparse.Namespace(json=path, quick=True), final=False)
     figures = json.loads(path.read_text())["figures"]
     # interleaved - multi-task per seed: (0.05, 0.07, -0.06) x 100 points (every QA task moves alike)
     diffs = [5.0, 7.0, -6.0]

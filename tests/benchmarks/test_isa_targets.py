@@ -8,6 +8,8 @@ import math
 import numpy as np
 import torch
 
+from lightning_icml26.acceptance import isa_block_errors
+
 isa_bench = importlib.import_module("benchmarks.isa_attention")
 
 
@@ -44,7 +46,7 @@ def test_gpu_latency_target_reads_the_64k_row_and_is_empty_without_cuda() -> Non
         "all_context_err_over_random": 0.9,
     }
     by_temp = {2.0: [run]}
-    gpu = [  # rows as benchmarks/gpu/isa_latency.py writes them; the target reads H = 4 at 64K tokens
+    gpu = [  # rows as lightning_icml26.acceptance.measure_isa_latency writes them; the target reads H = 4 at 64K tokens
         {"tokens": 16384, "heads": 4, "fwd_ratio": {"isa_triton": 0.9}},
         {"tokens": 65536, "heads": 16, "fwd_ratio": {"isa_triton": 0.1}},
         {"tokens": 65536, "heads": 4, "fwd_ratio": {"isa_triton": 0.35}},
@@ -69,5 +71,5 @@ def test_block_errors_match_a_numpy_loop() -> None:
                 diff = a[b, 64 * j : 64 * (j + 1), h] - r[b, 64 * j : 64 * (j + 1), h]
                 expect_abs[b, h, j] = np.sqrt((diff**2).sum())
                 expect_rel[b, h, j] = expect_abs[b, h, j] / np.sqrt((r[b, 64 * j : 64 * (j + 1), h] ** 2).sum())
-    np.testing.assert_allclose(isa_bench._block_errors(out, ref, relative=False).numpy(), expect_abs, rtol=1e-12)
-    np.testing.assert_allclose(isa_bench._block_errors(out, ref).numpy(), expect_rel, rtol=1e-12)
+    np.testing.assert_allclose(isa_block_errors(out, ref, relative=False).numpy(), expect_abs, rtol=1e-12)
+    np.testing.assert_allclose(isa_block_errors(out, ref).numpy(), expect_rel, rtol=1e-12)

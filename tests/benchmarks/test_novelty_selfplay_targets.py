@@ -42,3 +42,13 @@ def test_void_rule_marks_the_comparison_missed() -> None:
     assert t["uncertainty_collapse"]["met"] is False
     assert not any(entry["met"] for entry in t.values())
     assert t["seen_peak_minus_final"]["value"] == pytest.approx(1.5)  # the figures themselves are kept
+
+
+def test_an_arm_is_one_novelty_toy_recipe_run_read_back_from_its_csv(tmp_path) -> None:
+    from lightning_icml26.cli import run_recipe
+
+    arm = bench.run_arm("memory", seed=3, iterations=2)
+    assert len(arm["score"]) == len(arm["coverage"]) == 2
+    overrides = ["seed=3", "trainer.max_epochs=2", "model.beta=0.0", "model.lambda_rep=1.0", "model.lambda_mem=1.0"]
+    summary = run_recipe("novelty_toy", overrides, run_dir=tmp_path)
+    assert summary["metrics"]["selfplay/score"] == pytest.approx(arm["score"][-1], rel=1e-6)

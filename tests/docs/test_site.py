@@ -25,6 +25,7 @@ SUBPACKAGES = (
     "data",
     "algorithms",
     "tasks",
+    "acceptance",
     "llm",
     "distributed",
 )
