@@ -57,7 +57,7 @@ from lightning_icml26.algorithms.fairness import (
     plot_frontier,
 )
 from lightning_icml26.data.tabular import FairTabularData, load_adult, load_compas, split_indices
-from lightning_icml26.tasks import fit_fair_classifier
+from lightning_icml26.tasks import FairClassifierSettings, fit_fair_classifier
 
 
 def _evaluate(dist: np.ndarray, y: np.ndarray, a: np.ndarray, num_groups: int) -> tuple[float, float]:
@@ -133,8 +133,8 @@ def run_dataset(name: str, data: FairTabularData, alphas: list[float], args: arg
         red_dist = red.predict_proba(test.x).numpy()
         t_red = time.perf_counter() - start
         start = time.perf_counter()
-        cb_args = (k, g, "dp", alpha, (32,), args.callback_epochs, "mixture", args.seed)
-        cb_dist = fit_fair_classifier(fit_x, fit_y, fit_a, test.x, *cb_args).numpy()
+        cb_settings = FairClassifierSettings(k, g, "dp", alpha, (32,), args.callback_epochs, "mixture", args.seed)
+        cb_dist = fit_fair_classifier(fit_x, fit_y, fit_a, test.x, cb_settings).numpy()
         t_cb = time.perf_counter() - start
         start = time.perf_counter()
         eg_scores, eg_fit_scores = [], []
