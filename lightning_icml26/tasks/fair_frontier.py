@@ -69,7 +69,7 @@ class FairFrontierConfig(TaskConfig):
         callback_epochs: epochs (= EG rounds) of the ``"reduction_callback"`` training.
         callback_output: ``"mixture"`` (the callback's randomised LP mixture) or ``"best"`` (its best
             deterministic iterate).
-        max_rows: subsample the data set to this many rows (``None``: all).
+        max_rows: subsample the data set to this many rows (``None``: all, in file order).
         sample_seed: seed of that subsample (``None``: ``seed + 99``).
         seed: split and model seed.
 
@@ -156,7 +156,7 @@ def fair_splits(config: FairFrontierConfig) -> tuple[FairTabularData, FairTabula
         (100, 50, 50, True)
     """
     data = load_fair_dataset(config.dataset, **dict(config.dataset_kwargs or {}))
-    if config.max_rows is not None and config.max_rows < len(data.y):
+    if config.max_rows is not None and config.max_rows <= len(data.y):  # all rows: shuffled by the same draw
         data = data.sample(config.max_rows, config.seed + 99 if config.sample_seed is None else config.sample_seed)
     train, cal, test = (data.subset(i) for i in split_indices(len(data.y), (0.5, 0.25, 0.25), config.seed))
     mean, std = train.x.mean(0), train.x.std(0).clamp_min(1e-6)
