@@ -52,7 +52,7 @@ from benchmarks._common import benchmark_parser, markdown_table, print_targets, 
 from lightning_icml26.data.rl import RatingDataModule, Segments, collect_segments, state_action_box
 from lightning_icml26.modules.r4 import R4RewardModel
 from lightning_icml26.optional import is_available, require
-from lightning_icml26.tasks import fit_reward_model, run_online
+from lightning_icml26.tasks import R4OnlineConfig, fit_reward_model, run_online
 
 METHODS: dict[str, dict[str, Any]] = {
     "r4": {"loss": "rmse"},
@@ -188,11 +188,11 @@ def policy_runs(
         for seed in seeds:
             for loss in args.policy_rewards:
                 start = time.perf_counter()
-                out = run_online(
+                out = run_online(R4OnlineConfig(
                     env_id, loss=loss, num_classes=args.num_classes, num_ratings=max(args.budgets),
                     query_schedule=schedule, total_timesteps=args.timesteps, reward_steps=args.steps // 2,
                     learning_starts=learning_starts, eval_episodes=args.eval_episodes, num_heldout=100, seed=seed,
-                )  # fmt: skip
+                ))  # fmt: skip
                 out.update(env=env_id, reward=loss, wall_s=time.perf_counter() - start, query_schedule=list(schedule),
                            learning_starts=learning_starts)  # fmt: skip
                 runs.append(out)

@@ -1,20 +1,13 @@
 """Matching bandits without a global clock: Way-SE-inspired policies against the published baselines.
 
-Markets (one per N, K = N, minimum gap 0.2, Gaussian rewards with standard deviation 0.2, ``--seeds``
-independent markets): every one-sided policy (Way-SE, centralised ETC-GS and UCB-GS, CA-UCB, ETGS) runs on the
-same markets, static (everyone from step 0) and with staggered arrivals over the first quarter of the horizon;
-Way-SE-2S runs on two-sided markets (arms learn their preferences) with staggered arrivals and departures of
-half the players in the second half, at three horizons, for its log-log slope.
-
-Targets (no empirical numbers are public; they follow the regret orders of the abstract):
-
-* ``wayse_log_growth_N*`` (the paper's O(log T), in miniature): Way-SE's static regret / log T at the largest
-  horizon over the same at 1/100 of it, at most 1.2 (flat or falling);
-* ``wayse_over_etcgs_N*`` (ours): static regret at most 3x centralised ETC-GS;
-* ``wayse_over_etgs_staggered_N*`` (the paper's claim that a global clock breaks): regret under staggered
-  arrivals at most 0.2x ETGS's;
-* ``wayse2s_slope_N*`` (the paper's T^((K-1)/K)): the log-log slope of Way-SE-2S's regret over the three
-  horizons, at most (K - 1)/K + 0.05 (and below 1).
+Markets (one per N, K = N, minimum gap 0.2, Gaussian rewards with standard deviation 0.2, ``--seeds`` markets):
+every one-sided policy (Way-SE, centralised ETC-GS and UCB-GS, CA-UCB, ETGS) runs on the same markets, static and
+with staggered arrivals over the first quarter of the horizon; Way-SE-2S runs on two-sided markets with staggered
+arrivals and departures of half the players, at three horizons, for its log-log slope. Targets (the regret orders
+of the abstract; no numbers are public): ``wayse_log_growth_N*`` (static regret / log T at the largest horizon over
+the same at 1/100 of it) <= 1.2; ``wayse_over_etcgs_N*`` (static regret over centralised ETC-GS, ours) <= 3;
+``wayse_over_etgs_staggered_N*`` (a global clock breaks under staggered arrivals) <= 0.2;
+``wayse2s_slope_N*`` (the paper's T^((K-1)/K)) <= (K - 1)/K + 0.05.
 
     python -m benchmarks.way_se --quick --json outputs/way_se_quick.json     # T = 10^4
     python -m benchmarks.way_se --json outputs/way_se.json                   # T = 10^6, 10 seeds, 2 workers
@@ -47,15 +40,10 @@ def one_sided_job(n_players: int, policy: str, horizon: int, seeds: int, seed: i
     )  # fmt: skip
     start = time.perf_counter()
     run = run_market(env, POLICIES[policy](seed=seed))
-    return {
-        "n": n_players,
-        "policy": policy,
-        "seconds": time.perf_counter() - start,
-        "checkpoints": run.checkpoints,
-        "curve": run.regret_curve,  # (2 seeds, C): static runs first
-        "collision_rate": run.collisions[:, -1] / np.maximum(run.proposals[:, -1], 1),
-        "unstable_fraction": run.unstable_steps[:, -1] / horizon,
-    }
+    return {"n": n_players, "policy": policy, "seconds": time.perf_counter() - start, "checkpoints": run.checkpoints,
+            "curve": run.regret_curve,  # (2 seeds, C): static runs first
+            "collision_rate": run.collisions[:, -1] / np.maximum(run.proposals[:, -1], 1),
+            "unstable_fraction": run.unstable_steps[:, -1] / horizon}  # fmt: skip
 
 
 def two_sided_job(n_players: int, horizon: int, seeds: int, seed: int) -> dict[str, Any]:
@@ -76,10 +64,8 @@ def _at(job: dict[str, Any], step: int, half: int, seeds: int) -> np.ndarray:
 
 
 def slope(horizons: list[int], regrets: list[float]) -> float:
-    """Least-squares slope of log regret against log T."""
-    if min(regrets) <= 0:
-        return float("nan")
-    return float(np.polyfit(np.log(horizons), np.log(regrets), 1)[0])
+    """Least-squares slope of log regret against log T (``nan`` unless every regret is positive)."""
+    return float(np.polyfit(np.log(horizons), np.log(regrets), 1)[0]) if min(regrets) > 0 else float("nan")
 
 
 def build_targets(summary: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
@@ -95,31 +81,22 @@ def build_targets(summary: dict[str, dict[str, float]]) -> dict[str, dict[str, A
     return targets
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = benchmark_parser(__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--players", type=int, nargs="+", default=[3, 5, 10])
-    args = parser.parse_args()
-    horizon = 10_000 if args.quick else 1_000_000
-    seeds = 4 if args.quick else args.seeds
+    args = parser.parse_args(argv)
+    horizon, seeds = (10_000, 4) if args.quick else (1_000_000, args.seeds)
     horizons = [horizon // 100, horizon // 10, horizon]
-    one_sided: dict[tuple[int, str], dict[str, Any]] = {}
-    two_sided: dict[tuple[int, int], dict[str, Any]] = {}
-    start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         first = {
             (n, p): pool.submit(one_sided_job, n, p, horizon, seeds, args.seed) for n in args.players for p in ONE_SIDED
         }
         second = {(n, h): pool.submit(two_sided_job, n, h, seeds, args.seed) for n in args.players for h in horizons}
-        for key, future in first.items():
-            one_sided[key] = future.result()
-            print(f"done one-sided {key} in {one_sided[key]['seconds']:.0f} s", flush=True)
-        for size, future in second.items():
-            two_sided[size] = future.result()
-            print(f"done two-sided {size} in {two_sided[size]['seconds']:.0f} s", flush=True)
-    rows, summary = [], {}
-    log = math.log
+        one_sided = {key: future.result() for key, future in first.items()}
+        two_sided = {key: future.result() for key, future in second.items()}
+    rows, summary, log = [], {}, math.log
     for n in args.players:
         etc = _at(one_sided[(n, "etc_gs")], horizon, 0, seeds).mean()
         etgs = _at(one_sided[(n, "etgs")], horizon, 1, seeds).mean()
@@ -150,26 +127,12 @@ def main() -> None:
         }
     print(markdown_table(rows))
     print("\nWay-SE-2S (two-sided, staggered arrivals and departures):")
-    slope_rows = [
-        {
-            "N=K": n,
-            **{f"regret T={h}": s["wayse2s_regret"][str(h)] for h in horizons},
-            "slope": s["slope_2s"],
-            "(K-1)/K": (n - 1) / n,
-        }
-        for n, s in summary.items()
-    ]
-    print(markdown_table(slope_rows))
+    print(markdown_table([{"N=K": n, **{f"regret T={h}": s["wayse2s_regret"][str(h)] for h in horizons},
+                           "slope": s["slope_2s"], "(K-1)/K": (n - 1) / n} for n, s in summary.items()]))  # fmt: skip
     targets = build_targets(summary)
     print_targets(targets)
-    print(f"\ntotal {time.perf_counter() - start:.0f} s")
-    figures = {
-        "rows": rows,
-        "summary": {str(n): s for n, s in summary.items()},
-        "targets": targets,
-        "horizons": horizons,
-        "seeds": seeds,
-    }
+    figures = {"rows": rows, "summary": {str(n): s for n, s in summary.items()}, "targets": targets,
+               "horizons": horizons, "seeds": seeds}  # fmt: skip
     write_json(args.json, "way_se", figures, args)
 
 

@@ -26,9 +26,15 @@ from typing import Any
 
 from lightning_icml26._optional import require
 from lightning_icml26.tasks._config import TaskConfig
-from lightning_icml26.tasks.asr_icl import asr_icl_task
+from lightning_icml26.tasks.asr_icl import AsrIclConfig, asr_icl_task
 from lightning_icml26.tasks.complementarity_grid import ComplementarityGridConfig, complementarity_grid_task
-from lightning_icml26.tasks.fair_frontier import fair_frontier_task, fit_fair_classifier
+from lightning_icml26.tasks.fair_frontier import (
+    FairClassifierSettings,
+    FairFrontierConfig,
+    fair_frontier_task,
+    fair_splits,
+    fit_fair_classifier,
+)
 from lightning_icml26.tasks.g_substrate import (
     G_SUBSTRATE_QA_TASKS,
     G_SUBSTRATE_RATIOS,
@@ -38,31 +44,41 @@ from lightning_icml26.tasks.g_substrate import (
     g_substrate_task,
     isolated_steps,
 )
-from lightning_icml26.tasks.irt_judge import irt_judge_task
-from lightning_icml26.tasks.isa_edit import isa_edit_task
+from lightning_icml26.tasks.irt_judge import IrtJudgeConfig, irt_judge_task
+from lightning_icml26.tasks.isa_edit import IsaEditConfig, isa_edit_task
 from lightning_icml26.tasks.itc_minatar import itc_minatar_task
-from lightning_icml26.tasks.lcpbscm import lcpbscm_task
-from lightning_icml26.tasks.matching_market import matching_market_task
-from lightning_icml26.tasks.pgs_mutants import pgs_mutants_task
+from lightning_icml26.tasks.lcpbscm import LcpbscmConfig, lcpbscm_task
+from lightning_icml26.tasks.matching_market import MatchingMarketConfig, matching_market_task
+from lightning_icml26.tasks.pgs_mutants import PgsMutantsConfig, pgs_mutants_task
 from lightning_icml26.tasks.valueflow_intensity import valueflow_intensity_task
 
 # Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
 _LAZY = {
+    "R4OnlineConfig": "r4_online",
     "fit_reward_model": "r4_online",
     "reward_function": "r4_online",
     "run_online": "r4_online",
 }
 
 __all__ = [
+    "AsrIclConfig",
     "ComplementarityGridConfig",
+    "FairClassifierSettings",
+    "FairFrontierConfig",
+    "GSubstrateConfig",
     "G_SUBSTRATE_QA_TASKS",
     "G_SUBSTRATE_RATIOS",
     "G_SUBSTRATE_TASKS",
-    "GSubstrateConfig",
+    "IrtJudgeConfig",
+    "IsaEditConfig",
+    "LcpbscmConfig",
+    "MatchingMarketConfig",
+    "PgsMutantsConfig",
     "TaskConfig",
     "asr_icl_task",
     "complementarity_grid_task",
     "fair_frontier_task",
+    "fair_splits",
     "fit_fair_classifier",
     "g_substrate_held_out",
     "g_substrate_task",

@@ -11,6 +11,7 @@ import csv
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ import numpy as np
 from lightning_icml26._optional import require_pyplot
 from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.matching import POLICIES, MatchingMarketEnv, run_market
+from lightning_icml26.tasks._config import TaskConfig
 
-__all__ = ["matching_market_task"]
+__all__ = ["MatchingMarketConfig", "matching_market_task"]
 
 
 def _check_policies(policies: Sequence[str], two_sided: bool) -> list[str]:
@@ -51,23 +53,9 @@ def _plot(curves: dict[str, tuple[np.ndarray, np.ndarray]], path: Path, title: s
 
 
 @declare_requirements(lambda args: [Requirement("matplotlib", "plots", "regret.png")] if args["plot"] else [])
-def matching_market_task(
-    out_dir: str | Path | None = None,
-    n_players: int = 5,
-    n_arms: int = 5,
-    horizon: int = 100_000,
-    gap: float = 0.2,
-    noise: str = "gaussian",
-    noise_std: float = 0.2,
-    arrivals: str = "static",
-    departures: bool = False,
-    two_sided: bool = False,
-    policies: Sequence[str] = ("wayse", "etc_gs", "ucb_gs", "ca_ucb", "etgs"),
-    seeds: int = 5,
-    plot: bool = True,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Simulate each policy on the same markets and report regret, collisions and stability violations.
+@dataclass(frozen=True)
+class MatchingMarketConfig(TaskConfig):
+    """Settings of :func:`matching_market_task` (the ``wayse_market`` recipe); ``run()`` runs it.
 
     Args:
         out_dir: where the CSV, plot and summary go (nothing written when ``None``).
@@ -87,47 +75,97 @@ def matching_market_task(
         plot: write ``regret.png`` (needs matplotlib).
         seed: the first market seed.
 
+    Example:
+        >>> MatchingMarketConfig(policies=["wayse"]).policies
+        ('wayse',)
+        >>> MatchingMarketConfig(seeds=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: seeds must be an int >= 1, got 0
+    """
+
+    out_dir: str | Path | None = None
+    n_players: int = 5
+    n_arms: int = 5
+    horizon: int = 100_000
+    gap: float = 0.2
+    noise: str = "gaussian"
+    noise_std: float = 0.2
+    arrivals: str = "static"
+    departures: bool = False
+    two_sided: bool = False
+    policies: Sequence[str] = ("wayse", "etc_gs", "ucb_gs", "ca_ucb", "etgs")
+    seeds: int = 5
+    plot: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "policies", tuple(_check_policies(self.policies, self.two_sided)))
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 1:
+            raise ValueError(f"seeds must be an int >= 1, got {self.seeds!r}")
+
+    def run(self) -> dict[str, Any]:
+        """Run :func:`matching_market_task` with these settings."""
+        return matching_market_task(self)
+
+
+def _simulate(config: MatchingMarketConfig, name: str) -> tuple[dict[str, float], Any]:
+    """One policy on the config's markets: its summary figures and the run."""
+    c = config
+    env = MatchingMarketEnv(
+        c.n_players, c.n_arms, c.horizon, gap=c.gap, noise=c.noise, noise_std=c.noise_std, two_sided=c.two_sided,
+        arrivals=c.arrivals, departures=c.departures, n_runs=c.seeds, seed=c.seed,
+    )  # fmt: skip
+    run = run_market(env, POLICIES[name](seed=c.seed))
+    total = run.regret.sum(axis=1)
+    figures = {
+        "regret": float(total.mean()),
+        "regret_std": float(total.std(ddof=1)) if c.seeds > 1 else 0.0,
+        "regret_per_log_t": float(total.mean() / math.log(c.horizon)),
+        "collision_rate": float(run.collisions[:, -1].sum() / max(run.proposals[:, -1].sum(), 1)),
+        "unstable_fraction": float(run.unstable_steps[:, -1].mean() / c.horizon),
+    }
+    return figures, run
+
+
+def _write(config: MatchingMarketConfig, summary: dict[str, Any], runs: dict[str, Any]) -> None:
+    """``regret_curves.csv`` (mean and spread per checkpoint), ``summary.json`` and ``regret.png``."""
+    out = Path(str(config.out_dir))
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "regret_curves.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["policy", "step", "regret_mean", "regret_std"])
+        writer.writeheader()
+        for name, run in runs.items():
+            mean_curve, spread = run.regret_curve.mean(axis=0), run.regret_curve.std(axis=0)
+            for step, mean, std in zip(run.checkpoints, mean_curve, spread, strict=True):
+                writer.writerow(
+                    {"policy": name, "step": int(step), "regret_mean": float(mean), "regret_std": float(std)}
+                )
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    if config.plot:
+        curves = {name: (run.checkpoints, run.regret_curve.mean(axis=0)) for name, run in runs.items()}
+        _plot(curves, out / "regret.png", f"N={config.n_players}, K={config.n_arms}, {config.arrivals} arrivals")
+
+
+def matching_market_task(config: MatchingMarketConfig) -> dict[str, Any]:
+    """Simulate each policy on the same markets and report regret, collisions and stability violations.
+
+    Args:
+        config: the settings (:class:`MatchingMarketConfig`).
+
     Returns:
         ``{policy: {"regret", "regret_std", "regret_per_log_t", "collision_rate", "unstable_fraction"}}``.
 
     Example:
-        >>> out = matching_market_task(n_players=2, n_arms=2, horizon=500, policies=["wayse", "etc_gs"], seeds=2)
+        >>> config = MatchingMarketConfig(n_players=2, n_arms=2, horizon=500, policies=["wayse", "etc_gs"], seeds=2)
+        >>> out = matching_market_task(config)
         >>> sorted(out), out["wayse"]["regret"] >= 0
         (['etc_gs', 'wayse'], True)
     """
-    names = _check_policies(policies, two_sided)
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"seeds must be an int >= 1, got {seeds!r}")
     summary: dict[str, Any] = {}
-    curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    rows: list[dict[str, Any]] = []
-    for name in names:
-        env = MatchingMarketEnv(
-            n_players, n_arms, horizon, gap=gap, noise=noise, noise_std=noise_std, two_sided=two_sided,
-            arrivals=arrivals, departures=departures, n_runs=seeds, seed=seed,
-        )  # fmt: skip
-        run = run_market(env, POLICIES[name](seed=seed))
-        total = run.regret.sum(axis=1)
-        summary[name] = {
-            "regret": float(total.mean()),
-            "regret_std": float(total.std(ddof=1)) if seeds > 1 else 0.0,
-            "regret_per_log_t": float(total.mean() / math.log(horizon)),
-            "collision_rate": float(run.collisions[:, -1].sum() / max(run.proposals[:, -1].sum(), 1)),
-            "unstable_fraction": float(run.unstable_steps[:, -1].mean() / horizon),
-        }
-        mean_curve = run.regret_curve.mean(axis=0)
-        curves[name] = (run.checkpoints, mean_curve)
-        spread = run.regret_curve.std(axis=0)
-        for step, mean, std in zip(run.checkpoints, mean_curve, spread, strict=True):
-            rows.append({"policy": name, "step": int(step), "regret_mean": float(mean), "regret_std": float(std)})
-    if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        with (out / "regret_curves.csv").open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=["policy", "step", "regret_mean", "regret_std"])
-            writer.writeheader()
-            writer.writerows(rows)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
-        if plot:
-            _plot(curves, out / "regret.png", f"N={n_players}, K={n_arms}, {arrivals} arrivals")
+    runs: dict[str, Any] = {}
+    for name in config.policies:
+        summary[name], runs[name] = _simulate(config, name)
+    if config.out_dir is not None:
+        _write(config, summary, runs)
     return summary

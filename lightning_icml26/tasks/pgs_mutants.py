@@ -16,7 +16,9 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -37,8 +39,9 @@ from lightning_icml26.algorithms.pgs import (
 from lightning_icml26.data.pgs import mutant_suite
 from lightning_icml26.llm import LanguageModel, smollm2
 from lightning_icml26.metrics import CounterexampleTokens, FixRate, PassAtK
+from lightning_icml26.tasks._config import TaskConfig
 
-__all__ = ["METHODS", "RepairOracle", "pgs_mutants_task"]
+__all__ = ["METHODS", "PgsMutantsConfig", "RepairOracle", "pgs_mutants_task"]
 
 METHODS = ("pgs", "self_debug", "reflexion", "self_edit", "direct")
 """The refinement methods the task runs."""
@@ -97,23 +100,9 @@ def _hidden(box: Sandbox, problem: CodeProblem, n: int, seed: int) -> tuple[list
         *([Requirement("transformers", "llm", "the SmolLM2 generator")] if args["generator"] == "smollm2" else []),
     ]
 )
-def pgs_mutants_task(
-    out_dir: str | Path | None = None,
-    generator: str | LanguageModel = "oracle",
-    method: str = "pgs",
-    per_problem: int = 1,
-    n_mutants: int | None = None,
-    max_refinements: int = 5,
-    num_properties: int = 5,
-    num_inputs: int = 64,
-    minimiser: str = "tokens",
-    repair_scale: float = 20.0,
-    max_new_tokens: int = 192,
-    n_hidden: int = 96,
-    seed: int = 0,
-    isolation: str = "bwrap",
-) -> dict[str, float]:
-    """Repair mutants with one method; report fix rate, pass@1 and counterexample size.
+@dataclass(frozen=True)
+class PgsMutantsConfig(TaskConfig):
+    """Settings of :func:`pgs_mutants_task` (the ``pgs_mutants`` recipe); ``run()`` runs it.
 
     Args:
         out_dir: where ``pgs_mutants.json`` is written (nothing written when ``None``).
@@ -132,73 +121,127 @@ def pgs_mutants_task(
         isolation: the sandbox's isolation, ``"bwrap"`` (namespaces; needs bubblewrap) or ``"process"``
             (weaker, warns); see :class:`~lightning_icml26.algorithms.pgs.Sandbox`.
 
+    Raises:
+        ValueError: if ``method`` or ``generator`` is unknown.
+
+    Example:
+        >>> PgsMutantsConfig(method="reflexion").max_refinements
+        5
+        >>> PgsMutantsConfig(method="ldb")
+        Traceback (most recent call last):
+        ...
+        ValueError: method must be one of ('pgs', 'self_debug', 'reflexion', 'self_edit', 'direct'), got 'ldb'
+    """
+
+    out_dir: str | Path | None = None
+    generator: str | LanguageModel = "oracle"
+    method: str = "pgs"
+    per_problem: int = 1
+    n_mutants: int | None = None
+    max_refinements: int = 5
+    num_properties: int = 5
+    num_inputs: int = 64
+    minimiser: str = "tokens"
+    repair_scale: float = 20.0
+    max_new_tokens: int = 192
+    n_hidden: int = 96
+    seed: int = 0
+    isolation: str = "bwrap"
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if isinstance(self.generator, str) and self.generator not in ("oracle", "smollm2"):
+            raise ValueError(f"generator must be 'oracle', 'smollm2' or a LanguageModel, got {self.generator!r}")
+
+    def run(self) -> dict[str, float]:
+        """Run :func:`pgs_mutants_task` with these settings."""
+        return pgs_mutants_task(self)
+
+
+def _refiner(config: PgsMutantsConfig, box: Sandbox) -> Any:
+    """The repair method of ``config.method`` with its generator."""
+    c = config
+    gen: GeneratorRole
+    if c.generator == "oracle":
+        gen = RepairOracle(c.repair_scale, c.seed)
+    else:
+        model = smollm2(batch_size=1) if isinstance(c.generator, str) else c.generator
+        gen = LLMGenerator(model, max_new_tokens=c.max_new_tokens)
+    if c.method == "pgs":
+        tester = ReferenceTester(c.seed)
+        return PGSRefiner(gen, tester, box, c.num_properties, c.num_inputs, c.max_refinements, c.minimiser, c.seed)
+    if c.method == "direct":
+        return DirectGeneration(gen, box)
+    kind = {"self_debug": SelfDebug, "reflexion": ReflexionRefiner, "self_edit": SelfEditRefiner}[c.method]
+    return kind(gen, box, c.max_refinements)
+
+
+class _Scores:
+    """The running figures over the judged mutants."""
+
+    def __init__(self) -> None:
+        self.fix, self.pass1, self.initial, self.tokens = FixRate(), PassAtK(k=1), PassAtK(k=1), CounterexampleTokens()
+        self.judged, self.refinements = 0, 0
+
+    def add(self, result: Any, final: bool) -> None:
+        one = torch.ones(1, dtype=torch.long)
+        self.fix.update(torch.tensor([False]), torch.tensor([final]))
+        self.pass1.update(one, torch.tensor([int(final)]))
+        self.initial.update(one, torch.tensor([0]))
+        sizes = [s.counterexample_tokens for s in result.steps if s.counterexample is not None]
+        if sizes:
+            self.tokens.update(torch.tensor(sizes))
+        self.judged += 1
+        self.refinements += result.refinements
+
+    def figures(self) -> dict[str, float]:
+        return {
+            "mutants": float(self.judged),
+            "fix_rate": float(self.fix.compute()),
+            "pass@1": float(self.pass1.compute()),
+            "initial_pass@1": float(self.initial.compute()),
+            "counterexample_tokens": float(self.tokens.compute()) if int(self.tokens.count) else float("nan"),
+            "mean_refinements": self.refinements / self.judged if self.judged else float("nan"),
+        }
+
+
+def pgs_mutants_task(config: PgsMutantsConfig) -> dict[str, float]:
+    """Repair mutants with one method; report fix rate, pass@1 and counterexample size.
+
+    Args:
+        config: the settings (:class:`PgsMutantsConfig`).
+
     Returns:
         ``{"mutants", "fix_rate", "pass@1", "initial_pass@1", "counterexample_tokens", "mean_refinements"}``.
 
     Raises:
-        ValueError: if ``method``, ``generator`` or ``isolation`` is unknown.
+        ValueError: if ``isolation`` is unknown.
         SandboxUnavailableError: if ``isolation="bwrap"`` cannot run here (the message says how to fix it).
 
     Example:
-        >>> out = pgs_mutants_task(n_mutants=3, method="pgs", num_inputs=16, n_hidden=24)
+        >>> out = pgs_mutants_task(PgsMutantsConfig(n_mutants=3, method="pgs", num_inputs=16, n_hidden=24))
         >>> out["mutants"], 0.0 <= out["fix_rate"] <= 1.0
         (3.0, True)
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    box = Sandbox(case_seconds=1.0, cpu_seconds=20, wall_seconds=60, isolation=isolation)
-    gen: GeneratorRole
-    if isinstance(generator, str):
-        if generator == "oracle":
-            gen = RepairOracle(repair_scale, seed)
-        elif generator == "smollm2":
-            gen = LLMGenerator(smollm2(batch_size=1), max_new_tokens=max_new_tokens)
-        else:
-            raise ValueError(f"generator must be 'oracle', 'smollm2' or a LanguageModel, got {generator!r}")
-    else:
-        gen = LLMGenerator(generator, max_new_tokens=max_new_tokens)
-    refiner = {
-        "pgs": lambda: PGSRefiner(
-            gen, ReferenceTester(seed), box, num_properties, num_inputs, max_refinements, minimiser, seed
-        ),
-        "self_debug": lambda: SelfDebug(gen, box, max_refinements),
-        "reflexion": lambda: ReflexionRefiner(gen, box, max_refinements),
-        "self_edit": lambda: SelfEditRefiner(gen, box, max_refinements),
-        "direct": lambda: DirectGeneration(gen, box),
-    }[method]()
-    fix, pass1, initial, tokens = FixRate(), PassAtK(k=1), PassAtK(k=1), CounterexampleTokens()
-    judged, refinements = 0, 0
+    box = Sandbox(case_seconds=1.0, cpu_seconds=20, wall_seconds=60, isolation=config.isolation)
+    refiner = _refiner(config, box)
+    scores = _Scores()
     hidden_cache: dict[str, tuple[list[str], list[str | None]]] = {}
-    one = torch.ones(1, dtype=torch.long)
-    for mutant in mutant_suite(per_problem, seed=seed):
+    for mutant in mutant_suite(config.per_problem, seed=config.seed):
         problem = mutant.problem
         if problem.name not in hidden_cache:
-            hidden_cache[problem.name] = _hidden(box, problem, n_hidden, seed)
+            hidden_cache[problem.name] = _hidden(box, problem, config.n_hidden, config.seed)
         inputs, expected = hidden_cache[problem.name]
         if box.run(mutant.source, problem.entry_point, inputs, expected=expected).passed:
             continue  # equivalent mutant
         result = refiner.refine(problem, mutant.source)
-        final = box.run(result.program, problem.entry_point, inputs, expected=expected).passed
-        fix.update(torch.tensor([False]), torch.tensor([final]))
-        pass1.update(one, torch.tensor([int(final)]))
-        initial.update(one, torch.tensor([0]))
-        sizes = [s.counterexample_tokens for s in result.steps if s.counterexample is not None]
-        if sizes:
-            tokens.update(torch.tensor(sizes))
-        judged += 1
-        refinements += result.refinements
-        if n_mutants is not None and judged >= n_mutants:
+        scores.add(result, box.run(result.program, problem.entry_point, inputs, expected=expected).passed)
+        if config.n_mutants is not None and scores.judged >= config.n_mutants:
             break
-    out = {
-        "mutants": float(judged),
-        "fix_rate": float(fix.compute()),
-        "pass@1": float(pass1.compute()),
-        "initial_pass@1": float(initial.compute()),
-        "counterexample_tokens": float(tokens.compute()) if int(tokens.count) else float("nan"),
-        "mean_refinements": refinements / judged if judged else float("nan"),
-    }
-    if out_dir is not None:
-        path = Path(out_dir)
+    out = scores.figures()
+    if config.out_dir is not None:
+        path = Path(config.out_dir)
         path.mkdir(parents=True, exist_ok=True)
-        (path / "pgs_mutants.json").write_text(json.dumps({"method": method, **out}, indent=2))
+        (path / "pgs_mutants.json").write_text(json.dumps({"method": config.method, **out}, indent=2))
     return out

@@ -1,11 +1,11 @@
 """Policy learning from a learned reward, with reward-model retraining during learning (R4's online protocol).
 
-:func:`run_online` follows the structure of the official ``train_online.py``: a SAC agent (stable-baselines3)
-acts in the environment wrapped by :class:`~lightning_icml26.data.rl.envs.RewardReplacementWrapper`; at the
-timesteps of ``query_schedule`` a query of segments is drawn from the agent's recent experience, rated by the
-simulated teacher, the reward model is refitted on all ratings so far with a Lightning ``Trainer``, and the SAC
-replay buffer is relabelled with the new (normalised) reward. The final policy is scored by its **true** episode
-return.
+:func:`run_online` (settings: :class:`R4OnlineConfig`) follows the structure of the official ``train_online.py``: a
+SAC agent (stable-baselines3) acts in the environment wrapped by
+:class:`~lightning_icml26.data.rl.envs.RewardReplacementWrapper`; at the timesteps of ``query_schedule`` a query of
+segments is drawn from the agent's recent experience, rated by the simulated teacher, the reward model is refitted
+on all ratings so far with a Lightning ``Trainer``, and the SAC replay buffer is relabelled with the new
+(normalised) reward. The final policy is scored by its **true** episode return.
 
 Simplifications (documented deviations): query segments are random windows of recent experience (the paper also
 picks windows of maximal predicted reward and stratifies by predicted return); the simulated teacher rates by
@@ -16,6 +16,7 @@ schedule and budget are scaled down for CPU runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,9 @@ from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.data.rl.envs import RewardReplacementWrapper, collect_segments, segments_from_transitions
 from lightning_icml26.data.rl.ratings import RatingDataModule, Segments
 from lightning_icml26.modules.r4 import R4RewardModel
+from lightning_icml26.tasks._config import TaskConfig
 
-__all__ = ["fit_reward_model", "reward_function", "run_online"]
+__all__ = ["R4OnlineConfig", "fit_reward_model", "reward_function", "run_online"]
 
 
 def reward_function(model: R4RewardModel, normalize: bool = True) -> Any:
@@ -99,30 +101,9 @@ def _evaluate(policy_model: Any, env_id: str, episodes: int, seed: int, env_kwar
         *([Requirement("mujoco", "mujoco", str(args["env_id"]))] if "Cheetah" in str(args["env_id"]) else []),
     ]
 )
-def run_online(
-    env_id: str = "Pendulum-v1",
-    loss: str = "rmse",
-    num_classes: int = 5,
-    num_ratings: int = 100,
-    query_schedule: Sequence[int] = (0, 1000, 2000, 3000, 4000),
-    total_timesteps: int = 10_000,
-    segment_length: int = 50,
-    reward_steps: int = 500,
-    label_noise: float = 0.0,
-    ensemble_size: int = 3,
-    hidden: int = 64,
-    depth: int = 2,
-    lr: float = 3e-4,
-    batch_size: int = 64,
-    learning_starts: int = 1000,
-    eval_episodes: int = 5,
-    num_heldout: int = 200,
-    sac_kwargs: dict[str, Any] | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    seed: int = 0,
-    run_dir: str | None = None,
-) -> dict[str, Any]:
-    """Learn a policy with SAC from a reward learned from ratings, refitting the reward during learning.
+@dataclass(frozen=True)
+class R4OnlineConfig(TaskConfig):
+    """Settings of :func:`run_online` (the ``r4_pendulum`` and ``r4_halfcheetah`` recipes); ``run()`` runs it.
 
     ``loss="true_reward"`` runs the same SAC on the environment reward (an oracle reference, no ratings).
 
@@ -150,92 +131,180 @@ def run_online(
         seed: global seed.
         run_dir: if given, the final reward model checkpoint is written to ``run_dir/reward_model.ckpt``.
 
+    Raises:
+        ValueError: for an unknown loss or a bad schedule/budget, naming the field.
+
+    Example:
+        >>> R4OnlineConfig(query_schedule=[0, 500], total_timesteps=1000).ratings_per_query
+        50
+        >>> R4OnlineConfig(query_schedule=[100])
+        Traceback (most recent call last):
+        ...
+        ValueError: query_schedule must start at 0 and stay below total_timesteps (10000), got [100]
+    """
+
+    env_id: str = "Pendulum-v1"
+    loss: str = "rmse"
+    num_classes: int = 5
+    num_ratings: int = 100
+    query_schedule: Sequence[int] = (0, 1000, 2000, 3000, 4000)
+    total_timesteps: int = 10_000
+    segment_length: int = 50
+    reward_steps: int = 500
+    label_noise: float = 0.0
+    ensemble_size: int = 3
+    hidden: int = 64
+    depth: int = 2
+    lr: float = 3e-4
+    batch_size: int = 64
+    learning_starts: int = 1000
+    eval_episodes: int = 5
+    num_heldout: int = 200
+    sac_kwargs: dict[str, Any] | None = None
+    env_kwargs: dict[str, Any] | None = None
+    seed: int = 0
+    run_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        schedule = tuple(sorted(int(s) for s in self.query_schedule))
+        if not schedule or schedule[0] != 0 or schedule[-1] >= self.total_timesteps:
+            raise ValueError(
+                f"query_schedule must start at 0 and stay below total_timesteps ({self.total_timesteps}), "
+                f"got {list(self.query_schedule)}"
+            )
+        object.__setattr__(self, "query_schedule", schedule)
+        if self.ratings_per_query < 2:
+            raise ValueError(
+                f"num_ratings={self.num_ratings} gives fewer than 2 ratings per query over {len(schedule)} queries"
+            )
+
+    @property
+    def ratings_per_query(self) -> int:
+        """The ratings of one query: ``num_ratings`` split evenly over the schedule."""
+        return self.num_ratings // len(self.query_schedule)
+
+    def run(self) -> dict[str, Any]:
+        """Run :func:`run_online` with these settings."""
+        return run_online(self)
+
+
+LOSSES = ("rmse", "rbrl", "bradley_terry", "true_reward")
+
+
+def _sac(config: R4OnlineConfig, env: Any) -> Any:
+    sb3 = require("stable_baselines3", "rl", "R4 policy learning (SAC)")
+    return sb3.SAC("MlpPolicy", env, learning_starts=config.learning_starts, seed=config.seed, verbose=0,
+                   **(config.sac_kwargs or {}))  # fmt: skip
+
+
+class _OnlineRun:
+    """The reward model, the rated pool and the refits of one online run."""
+
+    def __init__(self, config: R4OnlineConfig, obs_dim: int, act_dim: int) -> None:
+        c = config
+        self.config, self.trainer, self.fits = config, None, 0
+        self.pool = collect_segments(c.env_id, c.ratings_per_query, c.segment_length, seed=c.seed,
+                                     env_kwargs=dict(c.env_kwargs or {}))  # fmt: skip
+        self.model = R4RewardModel(
+            obs_dim, act_dim, loss=c.loss, num_classes=c.num_classes, ensemble_size=c.ensemble_size,
+            hidden=c.hidden, depth=c.depth, optimizer=lambda p: torch.optim.Adam(p, lr=c.lr),
+        )  # fmt: skip
+        self.rng = np.random.default_rng(c.seed)
+
+    def refit(self) -> None:
+        """Refit the reward model on every rating so far (a fresh simulated rating of the whole pool)."""
+        c = self.config
+        dm = RatingDataModule(
+            self.pool, loss=c.loss, num_classes=c.num_classes, num_ratings=len(self.pool), num_heldout=0,
+            label_noise=c.label_noise, batch_size=c.batch_size, items_per_epoch=c.batch_size * 10,
+            seed=c.seed * 1000 + self.fits,
+        )  # fmt: skip
+        self.trainer = fit_reward_model(self.model, dm, max_steps=c.reward_steps, default_root_dir=c.run_dir)
+        self.fits += 1
+
+    def requery(self, wrapper: RewardReplacementWrapper, agent: Any) -> None:
+        """Rate fresh segments of recent experience, refit, and relabel the agent's replay buffer."""
+        obs, act, rew, starts = wrapper.transitions()
+        c = self.config
+        fresh = segments_from_transitions(obs, act, rew, starts, c.segment_length, c.ratings_per_query, self.rng)
+        self.pool = Segments.cat([self.pool, fresh])
+        self.refit()
+        buffer, score = agent.replay_buffer, reward_function(self.model)
+        size = buffer.buffer_size if buffer.full else buffer.pos
+        if size:
+            flat_obs = buffer.observations[:size].reshape(size * buffer.n_envs, -1)
+            flat_act = agent.policy.unscale_action(buffer.actions[:size].reshape(size * buffer.n_envs, -1))
+            buffer.rewards[:size] = score(flat_obs, flat_act).reshape(size, buffer.n_envs)
+
+
+def _learn_online(config: R4OnlineConfig, run: _OnlineRun) -> Any:
+    """SAC on the learned reward, with a requery at each scheduled timestep; returns the agent."""
+    gym = require("gymnasium", "rl", "R4 policy learning")
+    base = require("stable_baselines3.common.callbacks", "rl", "R4 policy learning").BaseCallback
+    run.refit()
+    env = gym.make(config.env_id, **dict(config.env_kwargs or {}))
+    wrapper = RewardReplacementWrapper(env, reward_function(run.model), history=20_000)
+    agent = _sac(config, wrapper)
+    later = set(config.query_schedule[1:])
+
+    class Requery(base):  # type: ignore[misc,valid-type]
+        def _on_step(self) -> bool:
+            if self.num_timesteps in later:
+                run.requery(wrapper, agent)
+            return True
+
+    agent.learn(total_timesteps=config.total_timesteps, callback=Requery())
+    return agent
+
+
+def run_online(config: R4OnlineConfig) -> dict[str, Any]:
+    """Learn a policy with SAC from a reward learned from ratings, refitting the reward during learning.
+
+    Args:
+        config: the settings (:class:`R4OnlineConfig`).
+
     Returns:
         Summary figures: mean/std true episode return of the final policy, the rank correlations of the final
         reward model on held-out segments, ratings used and time steps.
 
-    Raises:
-        ValueError: for an unknown loss or a bad schedule/budget.
+    Example:
+        >>> config = R4OnlineConfig(num_ratings=8, query_schedule=[0, 60], total_timesteps=120, segment_length=10,
+        ...     reward_steps=2, ensemble_size=1, hidden=8, depth=1, learning_starts=50, eval_episodes=1,
+        ...     num_heldout=8, sac_kwargs={"batch_size": 16}, env_kwargs={"max_episode_steps": 20})
+        >>> out = run_online(config)
+        >>> out["ratings"], out["reward_fits"], -1.0 <= out["heldout_kendall_tau"] <= 1.0
+        (8, 2, True)
     """
-    gym = require("gymnasium", "rl", "R4 policy learning")
-    sb3 = require("stable_baselines3", "rl", "R4 policy learning (SAC)")
-    BaseCallback = require("stable_baselines3.common.callbacks", "rl", "R4 policy learning").BaseCallback
-
-    if loss not in ("rmse", "rbrl", "bradley_terry", "true_reward"):
-        raise ValueError(f"loss must be one of 'rmse', 'rbrl', 'bradley_terry', 'true_reward', got {loss!r}")
-    schedule = sorted(int(s) for s in query_schedule)
-    if not schedule or schedule[0] != 0 or schedule[-1] >= total_timesteps:
-        raise ValueError(f"query_schedule must start at 0 and stay below total_timesteps, got {list(query_schedule)}")
-    per_query = num_ratings // len(schedule)
-    if per_query < 2:
-        raise ValueError(f"num_ratings={num_ratings} gives fewer than 2 ratings per query over {len(schedule)} queries")
-    seed_everything(seed, workers=True, verbose=False)
-    env_kwargs = dict(env_kwargs or {})
-    rng = np.random.default_rng(seed)
-    figures: dict[str, Any] = {"env_id": env_id, "loss": loss, "seed": seed, "timesteps": total_timesteps}
-
-    if loss == "true_reward":
-        agent = sb3.SAC("MlpPolicy", gym.make(env_id, **env_kwargs), learning_starts=learning_starts, seed=seed,
-                        verbose=0, **(sac_kwargs or {}))  # fmt: skip
-        agent.learn(total_timesteps=total_timesteps)
-        returns = _evaluate(agent, env_id, eval_episodes, seed, env_kwargs)
-        figures.update(true_return_mean=float(np.mean(returns)), true_return_std=float(np.std(returns)), ratings=0)
-        return figures
-
-    heldout = collect_segments(env_id, num_heldout, segment_length, seed=seed + 7919, env_kwargs=env_kwargs)
-    pool = collect_segments(env_id, per_query, segment_length, seed=seed, env_kwargs=env_kwargs)
-    model = R4RewardModel(
-        heldout.obs.shape[-1], heldout.act.shape[-1], loss=loss, num_classes=num_classes, ensemble_size=ensemble_size,
-        hidden=hidden, depth=depth, optimizer=lambda p: torch.optim.Adam(p, lr=lr),
-    )  # fmt: skip
-    state: dict[str, Any] = {"pool": pool, "trainer": None, "fits": 0}
-
-    def refit() -> None:
-        dm = RatingDataModule(
-            state["pool"], loss=loss, num_classes=num_classes, num_ratings=len(state["pool"]), num_heldout=0,
-            label_noise=label_noise, batch_size=batch_size, items_per_epoch=batch_size * 10,
-            seed=seed * 1000 + state["fits"],
-        )  # fmt: skip
-        state["trainer"] = fit_reward_model(model, dm, max_steps=reward_steps, default_root_dir=run_dir)
-        state["fits"] += 1
-
-    refit()
-    wrapper = RewardReplacementWrapper(gym.make(env_id, **env_kwargs), reward_function(model), history=20_000)
-    agent = sb3.SAC("MlpPolicy", wrapper, learning_starts=learning_starts, seed=seed, verbose=0, **(sac_kwargs or {}))
-    score = reward_function(model)
-
-    class _Requery(BaseCallback):  # type: ignore[misc,valid-type]
-        def _on_step(self) -> bool:
-            if self.num_timesteps not in schedule[1:]:
-                return True
-            obs, act, rew, starts = wrapper.transitions()
-            fresh = segments_from_transitions(obs, act, rew, starts, segment_length, per_query, rng)
-            state["pool"] = Segments.cat([state["pool"], fresh])
-            refit()
-            buffer = agent.replay_buffer
-            size = buffer.buffer_size if buffer.full else buffer.pos
-            if size:
-                flat_obs = buffer.observations[:size].reshape(size * buffer.n_envs, -1)
-                flat_act = agent.policy.unscale_action(buffer.actions[:size].reshape(size * buffer.n_envs, -1))
-                buffer.rewards[:size] = score(flat_obs, flat_act).reshape(size, buffer.n_envs)
-            return True
-
-    agent.learn(total_timesteps=total_timesteps, callback=_Requery())
-    returns = _evaluate(agent, env_id, eval_episodes, seed, env_kwargs)
-    model.eval()
+    c = config
+    seed_everything(c.seed, workers=True, verbose=False)
+    env_kwargs = dict(c.env_kwargs or {})
+    figures: dict[str, Any] = {"env_id": c.env_id, "loss": c.loss, "seed": c.seed, "timesteps": c.total_timesteps}
+    if c.loss == "true_reward":
+        agent = _sac(c, require("gymnasium", "rl", "R4 policy learning").make(c.env_id, **env_kwargs))
+        agent.learn(total_timesteps=c.total_timesteps)
+        returns = _evaluate(agent, c.env_id, c.eval_episodes, c.seed, env_kwargs)
+        return figures | {"true_return_mean": float(np.mean(returns)), "true_return_std": float(np.std(returns)),
+                          "ratings": 0}  # fmt: skip
+    heldout = collect_segments(c.env_id, c.num_heldout, c.segment_length, seed=c.seed + 7919, env_kwargs=env_kwargs)
+    run = _OnlineRun(c, heldout.obs.shape[-1], heldout.act.shape[-1])
+    agent = _learn_online(c, run)
+    returns = _evaluate(agent, c.env_id, c.eval_episodes, c.seed, env_kwargs)
+    run.model.eval()
     with torch.no_grad():
-        predicted = model.segment_returns(heldout.obs, heldout.act).mean(0).numpy()
+        predicted = run.model.segment_returns(heldout.obs, heldout.act).mean(0).numpy()
     figures.update(
         true_return_mean=float(np.mean(returns)),
         true_return_std=float(np.std(returns)),
         heldout_kendall_tau=float(kendalltau(predicted, heldout.true_returns.numpy()).statistic),
         heldout_spearman=float(spearmanr(predicted, heldout.true_returns.numpy()).statistic),
-        ratings=len(state["pool"]),
-        reward_fits=state["fits"],
+        ratings=len(run.pool),
+        reward_fits=run.fits,
     )
-    if run_dir is not None:
-        path = Path(run_dir) / "reward_model.ckpt"
+    if c.run_dir is not None and run.trainer is not None:
+        path = Path(c.run_dir) / "reward_model.ckpt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        state["trainer"].save_checkpoint(path)
+        run.trainer.save_checkpoint(path)
         figures["reward_checkpoint"] = str(path)
     return figures

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 from typing import Any
 
@@ -24,9 +25,10 @@ def _args(**kw: Any) -> argparse.Namespace:
 def test_policy_runs_scale_the_schedule_run_seed_major_and_report_each_run(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[dict[str, Any]] = []
 
-    def fake_run_online(env_id: str, **kw: Any) -> dict[str, Any]:
-        calls.append({"env_id": env_id, **kw})
-        return {"env_id": env_id, "loss": kw["loss"], "seed": kw["seed"], "timesteps": kw["total_timesteps"],
+    def fake_run_online(config: Any) -> dict[str, Any]:
+        kw = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        calls.append(kw)
+        return {"env_id": kw["env_id"], "loss": kw["loss"], "seed": kw["seed"], "timesteps": kw["total_timesteps"],
                 "true_return_mean": float(10 * kw["seed"] + len(calls))}  # fmt: skip
 
     monkeypatch.setattr(bench, "run_online", fake_run_online)

@@ -12,7 +12,7 @@ from lightning_icml26.algorithms.irt import JudgeRunner
 from lightning_icml26.data.irt_judges import degraded_docstrings, simulate_judge
 from lightning_icml26.llm import smollm2
 from lightning_icml26.metrics.functional import grm_reliability
-from lightning_icml26.tasks import irt_judge_task
+from lightning_icml26.tasks import IrtJudgeConfig, irt_judge_task
 from tests._support.skips import requires_module
 
 
@@ -34,7 +34,7 @@ class LengthJudge:
 
 
 def test_simulated_task_matches_functional(tmp_path: Path) -> None:
-    out = irt_judge_task(out_dir=tmp_path, n_samples=200, sensitive_variant=1, seed=2)
+    out = irt_judge_task(IrtJudgeConfig(out_dir=tmp_path, n_samples=200, sensitive_variant=1, seed=2))
     sim = simulate_judge(n_samples=200, sensitive_variant=1, seed=2)
     ref = grm_reliability(*sim.triples(), 200, 4, 5)
     assert out["prompt_consistency"] == pytest.approx(float(ref["prompt_consistency"]))
@@ -43,11 +43,11 @@ def test_simulated_task_matches_functional(tmp_path: Path) -> None:
 
 
 def test_language_model_task_aligns_human_levels() -> None:
-    out = irt_judge_task(judge=LengthJudge(), n_samples=20, seed=0)
+    out = IrtJudgeConfig(judge=LengthJudge(), n_samples=20, seed=0).run()
     assert set(out) == {"prompt_consistency", "marginal_reliability", "consistent", "reliable", "theta_ratio",
                         "wasserstein"}  # fmt: skip
     with pytest.raises(ValueError, match="judge must be"):
-        irt_judge_task(judge="gpt4")
+        IrtJudgeConfig(judge="gpt4")
 
 
 @pytest.mark.slow

@@ -12,12 +12,12 @@ import torch
 from lightning_icml26.algorithms.causal import LCPBSCM, edge_list
 from lightning_icml26.data import PBSCMDataModule, PBSCMSimulator, load_rwm1984
 from lightning_icml26.metrics.functional import skeleton_f1, structural_hamming_distance
-from lightning_icml26.tasks import lcpbscm_task
+from lightning_icml26.tasks import LcpbscmConfig, lcpbscm_task
 from tests._support.skips import requires_module
 
 
 def test_synthetic_task_matches_direct_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = lcpbscm_task(out_dir=tmp_path, n_observed=5, n_latent=1, n_samples=3000, n_graphs=2, seed=3)
+    out = lcpbscm_task(LcpbscmConfig(out_dir=tmp_path, n_observed=5, n_latent=1, n_samples=3000, n_graphs=2, seed=3))
     data = PBSCMDataModule(num_val=0, num_test=2, n_observed=5, n_latent=1, n_samples=3000, seed=3).graphs("test")
     codes, truths = [], []
     for k in range(2):
@@ -39,7 +39,7 @@ def test_rwm1984_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
     x, names = load_rwm1984(["docvis", "hospvis", "kids"])
     assert x.shape == (3874, 3)
     assert (x >= 0).all()
-    out = lcpbscm_task(source="rwm1984", columns=names)
+    out = LcpbscmConfig(source="rwm1984", columns=names).run()
     assert out["n_edges"] == float(np.triu(LCPBSCM().fit(x).adjacency_).sum())
     assert "no accuracy claimed" in capsys.readouterr().out
     with pytest.raises(ValueError, match="columns must name columns of rwm1984"):
@@ -48,4 +48,4 @@ def test_rwm1984_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_source() -> None:
     with pytest.raises(ValueError, match="source must be 'synthetic' or 'rwm1984', got 'csv'"):
-        lcpbscm_task(source="csv")
+        LcpbscmConfig(source="csv")

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from lightning_icml26.tasks import matching_market_task
+from lightning_icml26.tasks import MatchingMarketConfig, matching_market_task
 
 
 def test_task_writes_curves_and_a_summary_that_agree(tmp_path: Path) -> None:
     summary = matching_market_task(
-        tmp_path, n_players=2, n_arms=3, horizon=400, policies=["wayse", "etgs"], seeds=2, plot=False
+        MatchingMarketConfig(
+            tmp_path, n_players=2, n_arms=3, horizon=400, policies=["wayse", "etgs"], seeds=2, plot=False
+        )
     )
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     with (tmp_path / "regret_curves.csv").open() as handle:
@@ -35,4 +37,4 @@ def test_task_writes_curves_and_a_summary_that_agree(tmp_path: Path) -> None:
 )
 def test_task_refuses_bad_policy_lists(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        matching_market_task(None, n_players=2, n_arms=2, horizon=50, **kwargs)
+        MatchingMarketConfig(None, n_players=2, n_arms=2, horizon=50, **kwargs)

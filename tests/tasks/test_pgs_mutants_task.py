@@ -10,7 +10,7 @@ import pytest
 from lightning_icml26.algorithms.pgs import LLMGenerator, LLMTester, PGSRefiner, Sandbox
 from lightning_icml26.data.pgs import classic_problems, mutant_suite, mutants_of
 from lightning_icml26.llm import smollm2
-from lightning_icml26.tasks import pgs_mutants_task
+from lightning_icml26.tasks import PgsMutantsConfig, pgs_mutants_task
 from lightning_icml26.tasks.pgs_mutants import _hidden
 from tests._support.skips import requires_module
 
@@ -31,13 +31,13 @@ def _fails_public(source: str, entry: str, public: tuple[tuple[str, str], ...]) 
 
 def test_oracle_repairs_whatever_gets_feedback(tmp_path: Path) -> None:
     kwargs = {"n_mutants": 4, "num_inputs": 12, "n_hidden": 16, "repair_scale": 1e9, "seed": 0}
-    pgs = pgs_mutants_task(out_dir=tmp_path, method="pgs", **kwargs)
+    pgs = pgs_mutants_task(PgsMutantsConfig(out_dir=tmp_path, method="pgs", **kwargs))
     assert json.loads((tmp_path / "pgs_mutants.json").read_text()) == {"method": "pgs", **pgs}
     assert pgs["mutants"] == 4.0
     assert pgs["initial_pass@1"] == 0.0
     assert pgs["fix_rate"] == 1.0  # every caught bug gets feedback, and the oracle then always repairs
     assert pgs["mean_refinements"] == 1.0
-    debug = pgs_mutants_task(method="self_debug", **kwargs)
+    debug = PgsMutantsConfig(method="self_debug", **kwargs).run()
     # Self-Debug only gets feedback from a failing public test: its fix rate is the share of such mutants
     judged = []
     box = Sandbox(case_seconds=1.0)
@@ -50,22 +50,22 @@ def test_oracle_repairs_whatever_gets_feedback(tmp_path: Path) -> None:
     share = sum(_fails_public(m.source, m.problem.entry_point, m.problem.public_tests) for m in judged) / 4
     assert debug["fix_rate"] == pytest.approx(share)
     assert pgs["fix_rate"] >= debug["fix_rate"]
-    direct = pgs_mutants_task(method="direct", **kwargs)
+    direct = pgs_mutants_task(PgsMutantsConfig(method="direct", **kwargs))
     assert direct["fix_rate"] == 0.0
     assert direct["mean_refinements"] == 0.0
     with pytest.raises(ValueError, match="method"):
-        pgs_mutants_task(method="ldb")
+        PgsMutantsConfig(method="ldb")
     with pytest.raises(ValueError, match="generator"):
-        pgs_mutants_task(generator="gpt4")
+        PgsMutantsConfig(generator="gpt4")
 
 
 def test_both_isolations_give_the_same_figures() -> None:
     kwargs = {"n_mutants": 2, "num_inputs": 8, "n_hidden": 8, "seed": 1}
     with pytest.warns(UserWarning, match="does NOT stop"):
-        weak = pgs_mutants_task(isolation="process", **kwargs)
-    assert weak == pgs_mutants_task(isolation="bwrap", **kwargs)
+        weak = pgs_mutants_task(PgsMutantsConfig(isolation="process", **kwargs))
+    assert weak == pgs_mutants_task(PgsMutantsConfig(isolation="bwrap", **kwargs))
     with pytest.raises(ValueError, match="isolation"):
-        pgs_mutants_task(isolation="docker")
+        pgs_mutants_task(PgsMutantsConfig(isolation="docker"))
 
 
 @pytest.mark.slow
