@@ -134,9 +134,13 @@ def _sigma_range(kind: Literal["gaussian", "binary"], levels: tuple[float, ...])
     return min(rmse), max(rmse)
 
 
-def _test_row(kind: str, rho: float, s_test: float, weights: dict[float, dict[str, float]], test: ForecastTable,
+def _test_row(cell: tuple[str, float], s_test: float, weights: dict[float, dict[str, float]], test: ForecastTable,
               worst: dict[str, list[float]]) -> dict[str, Any]:  # fmt: skip
-    """Each method's worst gain over the calibration levels on one test split; appends to ``worst[method]``."""
+    """Each method's worst gain over the calibration levels on one test split; appends to ``worst[method]``.
+
+    ``cell`` is the task kind and the error correlation ``rho``.
+    """
+    kind, rho = cell
     e_h, e_a = _errors(test)
     loss_h = float(np.mean(e_h**2))
     row: dict[str, Any] = {"task": kind, "rho": rho, "AI level": s_test}
@@ -154,9 +158,10 @@ def _test_row(kind: str, rho: float, s_test: float, weights: dict[float, dict[st
     return row
 
 
-def _summary(kind: str, rho: float, sigma_range: tuple[float, float], rows: list[dict[str, Any]],
+def _summary(cell: tuple[str, float], sigma_range: tuple[float, float], rows: list[dict[str, Any]],
              all_gains: dict[str, list[float]], weights: dict[float, dict[str, float]]) -> dict[str, Any]:  # fmt: skip
-    """The worst case of every method over the whole uncertainty set at one ``rho``."""
+    """The worst case of every method over the whole uncertainty set at one ``rho`` (``cell`` = kind, rho)."""
+    kind, rho = cell
     worst = {m: min(r[m] for r in rows) for m in COMPLEMENTARITY_METHODS}
     worst_loss = {m: max(r["_loss_h"] - r[m] for r in rows) for m in COMPLEMENTARITY_METHODS}
 
@@ -192,8 +197,8 @@ def _grid(
         mine = []
         for k, s_test in enumerate(levels):
             test = make_forecasting_task(config.n_test, 1.0, s_test, rho, kind=kind, seed=seed + 77 * k + 3)
-            mine.append(_test_row(kind, rho, s_test, weights, test, gains))
-        summary.append(_summary(kind, rho, sigma_range, mine, gains, weights))
+            mine.append(_test_row((kind, rho), s_test, weights, test, gains))
+        summary.append(_summary((kind, rho), sigma_range, mine, gains, weights))
         rows += [{k: v for k, v in r.items() if not k.startswith("_")} for r in mine]
     return rows, summary
 
