@@ -22,8 +22,10 @@ def _effective_parameters(module: nn.Module) -> int:
     for layer in module.modules():
         for name, p in layer.named_parameters(recurse=False):
             mask = getattr(layer, "mask", None)
-            masked = name == "weight" and isinstance(mask, torch.Tensor) and mask.shape == p.shape
-            total += int(mask.bool().sum()) if masked else p.numel()
+            if name == "weight" and isinstance(mask, torch.Tensor) and mask.shape == p.shape:
+                total += int(mask.bool().sum())
+            else:
+                total += p.numel()
     return total
 
 
