@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import lightning.pytorch as pl
 import pytest
@@ -91,7 +92,7 @@ def test_arbg_dw4_recipe_end_to_end(tmp_path, monkeypatch):
 
 
 @requires_module("transformers")
-def test_temperature_chosen_on_validation_and_test_figures(tmp_path):
+def test_temperature_chosen_on_validation_and_test_figures(tmp_path: Path) -> None:
     dm = BoltzmannDataModule("dw4", num_train=128, num_val=64, num_test=48, batch_size=64,
                              cache_dir=str(tmp_path / "cache"), sampler_kwargs={"burn_in": 100, "thin": 2})  # fmt: skip
     torch.manual_seed(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -194,7 +195,7 @@ def test_reference_sampler_cache(tmp_path: Path) -> None:
 
 
 def test_out_of_range_drop_scores_the_in_range_conformations_only() -> None:
-    kw = {"num_bins": 16, "coord_range": (-2.0, 2.0), "scale": 1.0, "hidden_size": 8, "num_layers": 1}
+    kw: dict[str, Any] = {"num_bins": 16, "coord_range": (-2.0, 2.0), "scale": 1.0, "hidden_size": 8, "num_layers": 1}
     torch.manual_seed(0)
     raising = ArBG(2, 1, num_heads=2, rotate=False, com_noise=False, **kw)
     dropping = ArBG(2, 1, num_heads=2, rotate=False, com_noise=False, out_of_range="drop", **kw)
