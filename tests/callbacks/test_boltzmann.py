@@ -20,7 +20,7 @@ SAMPLER = {"burn_in": 300, "thin": 5}
 
 
 @requires_module("zuko")
-def test_callback_logs_metrics_and_writes_png(tmp_path):
+def test_callback_logs_metrics_and_writes_png(tmp_path: Path) -> None:
     dm = BoltzmannDataModule(
         "dw4",
         num_train=512,
@@ -59,7 +59,7 @@ def test_callback_logs_metrics_and_writes_png(tmp_path):
     assert other.evaluations == 0
 
 
-def test_callback_rejects_bad_settings():
+def test_callback_rejects_bad_settings() -> None:
     with pytest.raises(ValueError, match="temperature"):
         BoltzmannEvalCallback(temperature=0.0)
     with pytest.raises(ValueError, match="num_samples"):
@@ -67,7 +67,7 @@ def test_callback_rejects_bad_settings():
 
 
 @requires_module("transformers")
-def test_arbg_dw4_recipe_end_to_end(tmp_path, monkeypatch):
+def test_arbg_dw4_recipe_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ICML26_CACHE", str(tmp_path / "cache"))
     overrides = [
         "trainer.max_epochs=2",
@@ -107,7 +107,7 @@ def test_temperature_chosen_on_validation_and_test_figures(tmp_path: Path) -> No
     cb.evaluations -= 1  # the seed of the evaluation that just ran
     scores = {t: cb.evaluate(model, dm.system, dm.reference("val"), temperature=t)[0]["energy_w2"] for t in temps}
     cb.evaluations += 1
-    assert cb.chosen_temperature == min(scores, key=scores.get)
+    assert cb.chosen_temperature == min(scores, key=lambda t: scores[t])
     assert float(trainer.callback_metrics["eval/temperature"]) == pytest.approx(cb.chosen_temperature)
     assert float(trainer.callback_metrics["eval/energy_w2"]) == pytest.approx(min(scores.values()), rel=1e-5)
     trainer.test(model, dm, verbose=False)
