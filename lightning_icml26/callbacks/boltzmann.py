@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +88,23 @@ def plot_boltzmann(
 
 @declare_requirements([Requirement("matplotlib", "plots", "the evaluation figures")])
 class BoltzmannEvalCallback(Callback):
-    """At the end of validation: sample from the model, reweight towards ``exp(-E)`` and log the metrics.
+    """At the end of validation (and of testing): sample from the model, reweight towards ``exp(-E)``, log the metrics.
 
     Needs a module with ``sample_with_log_prob(n, temperature=..., top_k=..., top_p=...)`` and ``com_std``
     (:class:`~lightning_icml26.modules.arbg.ArBG`, :class:`~lightning_icml26.modules.arbg.FlowBG`) and a data
     module with ``system`` and ``reference("val")`` (:class:`~lightning_icml26.data.BoltzmannDataModule`). Logs
     ``eval/ess`` (Kish ESS / N), ``eval/energy_w2`` (on the SNIS resample), ``eval/energy_w2_raw`` (before
-    reweighting) and, for peptides, ``eval/torus_w2`` and ``eval/tica_w2``; writes ``boltzmann_epoch{N}.png`` on
-    rank zero. Sampling runs on every rank with the same seed (identical results), so logged values agree.
+    reweighting), ``eval/nll`` (the model's negative log density of the centred validation conformations, nats
+    per coordinate, at temperature 1) and, for peptides, ``eval/torus_w2`` and ``eval/tica_w2``; writes
+    ``boltzmann_epoch{N}.png`` on rank zero. Sampling runs on every rank with the same seed (identical results), so
+    logged values agree.
+
+    With ``temperatures``, each evaluation samples at every candidate temperature, logs the figures of the one with
+    the lowest validation E-W2 and that temperature as ``eval/temperature``. At the end of testing
+    (``trainer.test``, or ``test_after_fit`` in a recipe) the callback samples ``test_num_samples`` fresh
+    conformations at the chosen temperature and logs the same figures against the *test* conformations under
+    ``test/`` (``test/ess``, ``test/energy_w2``, ``test/nll``, ``test/temperature``, ...): the temperature is
+    chosen on validation frames only.
 
     Args:
         num_samples: samples per evaluation.
@@ -108,11 +118,13 @@ class BoltzmannEvalCallback(Callback):
         dirpath: folder for the PNGs (default: the trainer's ``default_root_dir``).
         plot: write PNGs.
         seed: sampling seed.
+        temperatures: candidate sampling temperatures chosen on validation (``None``: ``[temperature]``).
+        test_num_samples: samples of the test evaluation (``None``: ``num_samples``).
 
     Example:
-        >>> cb = BoltzmannEvalCallback(num_samples=100)
-        >>> cb.state_dict()["evaluations"]
-        0
+        >>> cb = BoltzmannEvalCallback(num_samples=100, temperatures=[0.9, 1.0])
+        >>> cb.state_dict()["evaluations"], cb.chosen_temperature
+        (0, None)
     """
 
     def __init__(
@@ -128,9 +140,17 @@ class BoltzmannEvalCallback(Callback):
         dirpath: str | None = None,
         plot: bool = True,
         seed: int = 0,
+        temperatures: Sequence[float] | None = None,
+        test_num_samples: int | None = None,
     ) -> None:
         if num_samples < 1:
             raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        if test_num_samples is not None and test_num_samples < 1:
+            raise ValueError(f"test_num_samples must be >= 1 or None, got {test_num_samples}")
+        if temperatures is not None and len(temperatures) == 0:
+            raise ValueError("temperatures must hold at least one temperature or be None, got an empty list")
+        for t in temperatures or ():
+            check_sampling_args(float(t), top_k, top_p)
         if every_n_epochs < 1:
             raise ValueError(f"every_n_epochs must be >= 1, got {every_n_epochs}")
         check_sampling_args(temperature, top_k, top_p)
@@ -138,16 +158,30 @@ class BoltzmannEvalCallback(Callback):
         self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
         self.clip_quantile, self.on_nonfinite, self.max_ot_samples = clip_quantile, on_nonfinite, max_ot_samples
         self.dirpath, self.plot, self.seed = dirpath, plot, seed
+        self.temperatures = [float(t) for t in temperatures] if temperatures is not None else [temperature]
+        self.test_num_samples = test_num_samples or num_samples
         self.evaluations = 0
         self.last: dict[str, float] = {}
+        self.chosen_temperature: float | None = None
 
-    def evaluate(self, model: Any, system: Any, reference: Tensor) -> tuple[dict[str, float], dict[str, Any]]:
-        """Sample, reweight and compute the metrics; returns ``(figures, arrays for plotting)``."""
-        torch.manual_seed(self.seed + self.evaluations)
-        kwargs: dict[str, Any] = {"temperature": self.temperature}
+    def evaluate(
+        self,
+        model: Any,
+        system: Any,
+        reference: Tensor,
+        temperature: float | None = None,
+        num_samples: int | None = None,
+        seed: int | None = None,
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Sample, reweight and compute the metrics; returns ``(figures, arrays for plotting)``.
+
+        ``temperature``, ``num_samples`` and ``seed`` default to the callback's own (``seed + evaluations``).
+        """
+        torch.manual_seed(self.seed + self.evaluations if seed is None else seed)
+        kwargs: dict[str, Any] = {"temperature": self.temperature if temperature is None else temperature}
         if self.top_k is not None or self.top_p is not None:
             kwargs.update(top_k=self.top_k, top_p=self.top_p)
-        x, log_q = model.sample_with_log_prob(self.num_samples, **kwargs)
+        x, log_q = model.sample_with_log_prob(num_samples or self.num_samples, **kwargs)
         chirality = ChiralityFix.from_reference(reference, system.chiral_centres) if system.chiral_centres else None
         com = getattr(model, "com_std", 0.0) or None
         rw = BoltzmannReweighter(system.energy(), self.clip_quantile, chirality, com, self.on_nonfinite)
@@ -173,6 +207,40 @@ class BoltzmannEvalCallback(Callback):
             arrays.update(ref_t=ref_t, gen_t=system.torus(res.samples))
         return figs, arrays
 
+    @staticmethod
+    def nll(model: Any, reference: Tensor) -> float:
+        """Mean negative log density of the centred ``reference`` under ``model``, nats per coordinate.
+
+        A model that drops conformations outside its support in training (``ArBG(out_of_range="drop")``) is
+        scored on the conformations inside it.
+
+        Example:
+            >>> from lightning_icml26.modules.arbg import FlowBG
+            >>> flow = FlowBG(n_atoms=2, dim=1, scale=1.0, transforms=1, hidden_features=(8,))
+            >>> x = torch.randn(16, 2, 1, dtype=torch.float64)
+            >>> c = x - x.mean(1, keepdim=True)
+            >>> value = BoltzmannEvalCallback.nll(flow, x)
+            >>> abs(value + float(flow.log_prob(c).mean()) / 2) < 1e-9
+            True
+        """
+        centred = reference.double() - reference.double().mean(1, keepdim=True)
+        if getattr(model, "out_of_range", "raise") == "drop":
+            centred = centred[model.in_range(centred)]
+        if centred.shape[0] == 0:
+            return float("nan")
+        return float(-model.log_prob(centred).mean()) / (centred.shape[1] * centred.shape[2])
+
+    def _best(self, model: Any, system: Any, reference: Tensor) -> tuple[dict[str, float], dict[str, Any]]:
+        """The figures at the candidate temperature with the lowest E-W2 on ``reference`` (``temperature`` key)."""
+        scored = []
+        for t in self.temperatures:
+            figs, arrays = self.evaluate(model, system, reference, temperature=t)
+            scored.append(({**figs, "temperature": t}, arrays))
+        self.chosen_temperature = min(scored, key=lambda s: (math.isnan(s[0]["energy_w2"]), s[0]["energy_w2"]))[0][
+            "temperature"
+        ]
+        return next(s for s in scored if s[0]["temperature"] == self.chosen_temperature)
+
     @override
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking or (trainer.current_epoch + 1) % self.every_n_epochs:
@@ -183,7 +251,8 @@ class BoltzmannEvalCallback(Callback):
                 "BoltzmannEvalCallback needs a data module with `system` and `reference()` "
                 "(lightning_icml26.data.BoltzmannDataModule)"
             )
-        figs, arrays = self.evaluate(pl_module, dm.system, dm.reference("val"))
+        figs, arrays = self._best(pl_module, dm.system, dm.reference("val"))
+        figs["nll"] = self.nll(pl_module, dm.reference("val"))
         self.evaluations += 1
         self.last = figs
         for key, value in figs.items():
@@ -201,10 +270,30 @@ class BoltzmannEvalCallback(Callback):
             )
 
     @override
+    def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        dm = trainer.datamodule  # type: ignore[attr-defined]
+        if dm is None or not hasattr(dm, "system") or not hasattr(dm, "reference"):
+            raise ValueError(
+                "BoltzmannEvalCallback needs a data module with `system` and `reference()` "
+                "(lightning_icml26.data.BoltzmannDataModule)"
+            )
+        if self.chosen_temperature is None:  # no validation evaluation yet: choose on the validation frames now
+            self._best(pl_module, dm.system, dm.reference("val"))
+        assert self.chosen_temperature is not None
+        test = dm.reference("test")
+        seed = self.seed + 10_007  # fresh samples, not those of any validation evaluation
+        figs, _ = self.evaluate(pl_module, dm.system, test, self.chosen_temperature, self.test_num_samples, seed)
+        figs.update(temperature=self.chosen_temperature, nll=self.nll(pl_module, test))
+        for key, value in figs.items():
+            pl_module.log(f"test/{key}", value, sync_dist=False)
+
+    @override
     def state_dict(self) -> dict[str, Any]:
-        return {"evaluations": self.evaluations, "last": dict(self.last)}
+        return {"evaluations": self.evaluations, "last": dict(self.last), "temperature": self.chosen_temperature}
 
     @override
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.evaluations = int(state_dict.get("evaluations", 0))
         self.last = dict(state_dict.get("last", {}))
+        chosen = state_dict.get("temperature")
+        self.chosen_temperature = None if chosen is None else float(chosen)

@@ -1,53 +1,51 @@
-"""The prepared GPU script for ArBG on alanine dipeptide: argument checks and a 2-step CPU smoke run."""
+"""The GPU script for ArBG on alanine dipeptide: one arbg_aldp recipe run; argument checks and a tiny CPU run."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from pathlib import Path
 
 import pytest
 
+from benchmarks.gpu.arbg_alanine import PAPER, main
 from tests._support.skips import requires_module, requires_no_deps_package
-
-script = importlib.import_module("benchmarks.gpu.arbg_alanine")
 
 
 def test_defaults_are_the_paper_configuration() -> None:
-    args = script.parse_args([])
-    assert (args.hidden, args.layers, args.heads, args.bins, args.range) == (256, 8, 8, 4096, 3.0)
-    assert (args.batch_size, args.lr) == (512, 5e-4)
+    assert {"model.hidden_size=256", "model.num_layers=8", "model.num_heads=8", "model.num_bins=4096"} <= set(PAPER)
+    assert {"model.coord_range=[-3.0,3.0]", "data.batch_size=512", "model.optimizer.lr=5e-4"} <= set(PAPER)
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["--hidden", "30", "--heads", "8"], "divisible"),
-        (["--bins", "0"], "--bins must be >= 1"),
-        (["--temperatures", "1.0", "-0.5"], "--temperatures must be positive"),
-    ],
-)
-def test_bad_arguments_are_refused(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("argv", [["--epochs", "0"], ["--temperatures", "1.0", "-0.5"], ["--device", "tpu"]])
+def test_bad_arguments_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        script.parse_args(argv)
-    assert message in capsys.readouterr().err
+        main(argv)
+    err = capsys.readouterr().err
+    assert "must be positive" in err or "invalid choice: 'tpu'" in err
 
 
 @requires_module("openmm")
 @requires_no_deps_package("openmmtools", "openmmtools==0.27.0")
 @requires_module("transformers")
-def test_two_step_cpu_smoke_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tiny_cpu_run_reports_the_recipe_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ICML26_CACHE", str(tmp_path / "cache"))
+    tiny = ["model.hidden_size=16", "model.num_layers=1", "model.num_heads=2", "model.num_bins=64"]
+    tiny += ["model.coord_range=[-6.0,6.0]", "data.num_train=48", "data.num_val=16", "data.num_test=16"]
+    tiny += ["data.batch_size=16", "data.sampler_kwargs={burn_in_steps: 100, save_every: 5}", "trainer.max_steps=2"]
+    argv = ["--device", "cpu", "--epochs", "1", "--num-eval", "16", "--temperatures", "0.95", "1.0"]
     out = tmp_path / "aldp.json"
-    argv = "--device cpu --hidden 16 --layers 1 --heads 2 --bins 64 --range 6 --max-steps 2 --batch-size 16"
-    argv += " --n-train 48 --n-val 16 --n-test 16 --num-eval 16 --md-burn-in 100 --md-save-every 5"
-    record = script.main([*argv.split(), "--temperatures", "0.95", "1.0", "--json", str(out)])
+    record = main([*argv, "--run-dir", str(tmp_path / "run"), "--json", str(out), "--set", *tiny])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == record["status"] == "finished"
+    config = (tmp_path / "run" / "config.yaml").read_text()
+    assert "out_of_range: drop" in config
+    assert "max_steps: 2" in config
+    assert "accelerator: cpu" in config
     result = record["result"]
-    assert result["steps"] == 2
-    assert result["temperature"] in (0.95, 1.0)
+    assert any(result["temperature"] == pytest.approx(t) for t in (0.95, 1.0))
+    assert result["e_w2"] == summary["metrics"]["test/energy_w2"]
     assert 0.0 < result["ess"] <= 1.0
-    assert math.isfinite(result["e_w2"])
     assert math.isfinite(result["t_w2"])
     written = json.loads(out.read_text())
     assert set(written["figures"]["targets"]) == {"ess_min", "e_w2_max"}

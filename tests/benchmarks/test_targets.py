@@ -125,19 +125,6 @@ def test_loes_and_r4_and_arbg_targets():
     runs[0]["arbg"]["ess"] = math.nan
     unmeasured = _builder("arbg_vs_flow")("dw4", arbg_module.summarise("dw4", runs)[1])
     assert unmeasured["dw4_ess_ratio"]["met"] is False
-    study_rows = [  # ArBG gap at 4000: 0.4; 32000 closes 0.1 of it, the best valid binning 0.3
-        {"model": "arbg", "grid": "size", "n_train": 4000, "val_nll": 2.0},
-        {"model": "arbg", "grid": "size", "n_train": 32000, "val_nll": 1.9},
-        {"model": "flow", "grid": "size", "n_train": 4000, "val_nll": 1.6},
-        {"model": "flow", "grid": "size", "n_train": 32000, "val_nll": 1.5},
-        {"model": "arbg", "grid": "bins", "n_train": 4000, "val_nll": math.nan},  # range too narrow: never chosen
-        {"model": "arbg", "grid": "bins", "n_train": 4000, "val_nll": 1.7},
-        {"model": "flow", "grid": "capacity", "n_train": 4000, "val_nll": 1.4},
-    ]
-    study = _builder("arbg_dw4_study")(study_rows)
-    assert study["arbg_data_gain_share_of_gap"]["value"] == pytest.approx(0.25)
-    assert study["arbg_data_gain_share_of_gap"]["met"] is False
-    assert study["arbg_binning_gain_share_of_gap"] == {"value": pytest.approx(0.75), "target": ">= 0.5", "met": True}
 
 
 def test_itc_fairness_complementarity_upipe_targets():

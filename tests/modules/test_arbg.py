@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -191,3 +192,43 @@ def test_reference_sampler_cache(tmp_path: Path) -> None:
     b = reference_samples("dw4", 50, cache_dir=tmp_path, burn_in=20, thin=2)
     torch.testing.assert_close(a, b)
     assert float(a.mean(dim=1).abs().max()) < 1e-10  # centre-of-mass free
+
+
+def test_out_of_range_drop_scores_the_in_range_conformations_only() -> None:
+    kw: dict[str, Any] = {"num_bins": 16, "coord_range": (-2.0, 2.0), "scale": 1.0, "hidden_size": 8, "num_layers": 1}
+    torch.manual_seed(0)
+    raising = ArBG(2, 1, num_heads=2, rotate=False, com_noise=False, **kw)
+    dropping = ArBG(2, 1, num_heads=2, rotate=False, com_noise=False, out_of_range="drop", **kw)
+    dropping.load_state_dict(raising.state_dict())
+    inside = torch.tensor([[[0.5], [-0.5]], [[1.0], [-1.0]]])
+    batch = torch.cat([inside, torch.tensor([[[3.0], [-3.0]]])])  # the last one lies beyond +-2 after centring
+    assert dropping.in_range(batch).tolist() == [True, True, False]
+    with pytest.raises(ValueError, match="outside the binning range"):
+        raising.validation_step((batch,), 0)
+    # the dropping model's loss on the mixed batch equals the cross-entropy of the in-range part, computed here
+    tokens = raising.tokenizer.encode(inside)
+    expected = torch.nn.functional.cross_entropy(raising.logits(tokens).reshape(-1, 16), tokens.reshape(-1))
+    assert float(dropping._loss((batch,), train=False)) == pytest.approx(float(expected), rel=1e-6)
+    with pytest.raises(ValueError, match="every conformation of the batch"):
+        dropping._loss((batch[2:],), train=False)
+    with pytest.raises(ValueError, match="out_of_range must be 'raise' or 'drop', got 'clip'"):
+        ArBG(2, 1, num_heads=2, out_of_range="clip", **kw)
+
+
+@requires_module("zuko")
+def test_flow_baseline_scheduler_and_test_step() -> None:
+    flow = FlowBG(n_atoms=2, dim=1, scale=1.0, transforms=1, hidden_features=(8,),
+                  lr_scheduler=lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5))  # fmt: skip
+    config = flow.configure_optimizers()
+    config["optimizer"].step()  # no gradients: a no-op that keeps the optimizer-then-scheduler order
+    config["lr_scheduler"]["scheduler"].step()
+    assert config["optimizer"].param_groups[0]["lr"] == pytest.approx(2.5e-4)  # half the default 5e-4
+    assert isinstance(FlowBG(2, 1, scale=1.0, transforms=1, hidden_features=(8,)).configure_optimizers(),
+                      torch.optim.AdamW)  # fmt: skip
+    x = torch.randn(6, 2, 1)
+    centred = (x - x.mean(1, keepdim=True)).double()
+    logged: dict[str, float] = {}
+    flow.log = lambda name, value, **_: logged.__setitem__(name, float(value))  # type: ignore[method-assign]
+    flow.test_step((x,), 0)
+    # per-coordinate NLL in scaled units (scale 1): minus the model's own log density of the centred batch / 2
+    assert logged["test_nll"] == pytest.approx(-float(flow.log_prob(centred).mean()) / 2, rel=1e-4)

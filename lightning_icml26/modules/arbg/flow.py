@@ -34,6 +34,9 @@ class FlowBG(pl.LightningModule):
         rotate: rotation augmentation.
         com_noise: centre-of-mass noise augmentation.
         optimizer: optimizer factory (default AdamW lr 5e-4, wd 0.01).
+        lr_scheduler: optional scheduler factory, stepped per epoch (as in ArBG).
+
+    The recipes ``arbg_dw4`` and ``arbg_lj13`` train it with ``model=flowbg`` (same data, callbacks and trainer).
 
     Example:
         >>> flow = FlowBG(n_atoms=2, dim=1, scale=1.0, transforms=1, hidden_features=(8,))
@@ -55,15 +58,17 @@ class FlowBG(pl.LightningModule):
         rotate: bool = True,
         com_noise: bool = True,
         optimizer: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] | None = None,
+        lr_scheduler: Callable[[torch.optim.Optimizer], Any] | None = None,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters(ignore=["optimizer"])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
         zuko = require("zuko", extra="flows", purpose="the flow baseline")
         self.n_atoms, self.dim, self.length = n_atoms, dim, n_atoms * dim
         self.flow = zuko.flows.NSF(self.length, transforms=transforms, hidden_features=list(hidden_features), bins=bins)
         self.register_buffer("scale", torch.tensor(1.0 if scale is None else float(scale), dtype=torch.float64))
         self._scale_fitted = scale is not None
         self.rotate, self.com_noise, self.optimizer_factory = rotate, com_noise, optimizer
+        self.scheduler_factory = lr_scheduler
 
     @property
     def com_std(self) -> float:
@@ -123,8 +128,18 @@ class FlowBG(pl.LightningModule):
         self.log("val_nll", loss, prog_bar=True)
         return loss
 
+    def test_step(self, batch: Any, batch_idx: int) -> Tensor:
+        """Test NLL (per coordinate, scaled units, centred conformations)."""
+        loss = self._nll(batch, False)
+        self.log("test_nll", loss)
+        return loss
+
     def configure_optimizers(self) -> Any:
-        """AdamW or the given factory."""
+        """AdamW (or the given factory) and an optional per-epoch scheduler."""
         if self.optimizer_factory is None:
-            return torch.optim.AdamW(self.parameters(), lr=5e-4, weight_decay=0.01)
-        return self.optimizer_factory(self.parameters())
+            optimizer: torch.optim.Optimizer = torch.optim.AdamW(self.parameters(), lr=5e-4, weight_decay=0.01)
+        else:
+            optimizer = self.optimizer_factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer)}}

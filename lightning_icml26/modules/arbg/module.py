@@ -113,6 +113,10 @@ class ArBG(pl.LightningModule):
         offset_resolution: sub-bins of the empirical within-bin offset histogram.
         offset_prior: pseudo-count per sub-bin of that histogram.
         value_embedding: also embed the previous bin's centre value linearly (see above).
+        out_of_range: what the training, validation and test steps do with a conformation that has a coordinate
+            outside the binning range after augmentation: ``"raise"`` (default, :class:`ValueError`) or
+            ``"drop"`` it from the batch (the paper's +-3 sigma box on alanine dipeptide leaves a few out);
+            :meth:`log_prob` raises in both cases (the density is zero there).
         optimizer: optimizer factory (Hydra ``_partial_: true``); default AdamW(lr=5e-4, weight_decay=0.01).
         lr_scheduler: optional scheduler factory, stepped per epoch.
 
@@ -148,6 +152,7 @@ class ArBG(pl.LightningModule):
         offset_resolution: int = 16,
         offset_prior: float = 1.0,
         value_embedding: bool = False,
+        out_of_range: str = "raise",
         optimizer: OptimizerFactory | None = None,
         lr_scheduler: SchedulerFactory | None = None,
     ) -> None:
@@ -161,6 +166,9 @@ class ArBG(pl.LightningModule):
             raise ValueError(f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}")
         if not isinstance(value_embedding, bool):
             raise TypeError(f"value_embedding must be a bool, got {value_embedding!r}")
+        if out_of_range not in ("raise", "drop"):
+            raise ValueError(f"out_of_range must be 'raise' or 'drop', got {out_of_range!r}")
+        self.out_of_range = out_of_range
         self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
         self.n_atoms, self.dim, self.length = int(n_atoms), int(dim), int(n_atoms * dim)
         self.rotate, self.com_noise, self.label_smoothing = rotate, com_noise, label_smoothing
@@ -321,6 +329,21 @@ class ArBG(pl.LightningModule):
         """Draw ``num_samples`` conformations ``(N, n_atoms, dim)`` (float64)."""
         return self.sample_with_log_prob(num_samples, temperature, top_k, top_p)[0]
 
+    def in_range(self, x: Tensor) -> Tensor:
+        """Boolean mask ``(N,)`` of conformations ``(N, n_atoms, dim)`` whose coordinates all lie in the binning range.
+
+        The conformations are taken as given (centre them first, as the model's steps do); only these have a
+        non-zero density under the model.
+
+        Example:
+            >>> m = ArBG(n_atoms=2, dim=1, num_bins=4, coord_range=(-1.0, 1.0), scale=1.0, hidden_size=8,
+            ...          num_layers=1, num_heads=2)
+            >>> m.in_range(torch.tensor([[[0.5], [-0.5]], [[1.5], [-1.5]]])).tolist()
+            [True, False]
+        """
+        u = x.reshape(x.shape[0], -1).double() / float(self.tokenizer.scale)
+        return ((u >= self.tokenizer.lo) & (u < self.tokenizer.hi) & torch.isfinite(u)).all(dim=1)
+
     @property
     def com_std(self) -> float:
         """Standard deviation of the centre of mass the model was trained with (physical units)."""
@@ -368,6 +391,13 @@ class ArBG(pl.LightningModule):
         x = batch[0] if isinstance(batch, (tuple, list)) else batch
         x = x.reshape(x.shape[0], self.n_atoms, self.dim).double()
         x = augment(x, rotate=self.rotate and train, com_std=self.com_std if train else 0.0)
+        if self.out_of_range == "drop":
+            x = x[self.in_range(x)]
+            if x.shape[0] == 0:
+                raise ValueError(
+                    "every conformation of the batch lies outside the binning range "
+                    f"coord_range=({self.tokenizer.lo}, {self.tokenizer.hi}); widen coord_range"
+                )
         tokens = self.tokenizer.encode(x).to(self.device)
         logits = self.logits(tokens)
         return nn.functional.cross_entropy(
