@@ -44,7 +44,7 @@ def overrides(model: str, method: str, cfg: dict[str, Any], seed: int = 0) -> li
         ]
     return ["model=tiny_lm"] * (model != "hf_llama") + net + [f"strategy.attention={method}"] + METHODS[method] + [
         f"seed={seed}", f"data.seq_len={cfg['seq_len']}", "data.batch_size=1", "data.max_bytes=400000",
-        f"trainer.max_steps={cfg['steps'] + 2}", "trainer.limit_val_batches=0",
+        f"trainer.max_steps={cfg['steps'] + 2}", "trainer.limit_val_batches=0", "trainer.enable_progress_bar=false",
         "+callbacks.profile._target_=lightning_icml26.callbacks.UPipeStepProfile", "+callbacks.profile.warmup_steps=1",
     ]  # fmt: skip
 
