@@ -335,10 +335,14 @@ class _Grid:
             for method in methods:
                 built = self.build(method)
                 start = base if method != "sdpa" else max(8, base // self.world // 8 * 8)
-                rows[method]["max_seq"] = longest_sequence(
-                    lambda s, b=built: self.measure(b, s)["peak"] <= cap, start, 8 * built[2]
-                )
+                rows[method]["max_seq"] = longest_sequence(self.fits(built, cap), start, 8 * built[2])
                 del built
+
+    def fits(self, built: tuple[nn.Module, OffloadByteModel | None, int], cap: int) -> Callable[[int], bool]:
+        def fits(seq: int) -> bool:
+            return self.measure(built, seq)["peak"] <= cap
+
+        return fits
 
 
 def _check_grid(
@@ -422,7 +426,7 @@ def attention_throughput(
         _positive(name, value)
     if seq % world:
         raise ValueError(f"seq={seq} must be divisible by world={world}")
-    cfg = {"hidden": hidden, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "seq": seq}
+    cfg: dict[str, Any] = {"hidden": hidden, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "seq": seq}
     cfg |= {"iters": iters, "seed": seed, "methods": tuple(methods)}
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
