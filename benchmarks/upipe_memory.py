@@ -104,16 +104,16 @@ def table(figs: dict[str, Any], unit: float = MIB, suffix: str = "MiB") -> list[
     rows = []
     for scope, per_world in figs.items():
         for world, per_method in per_world.items():
-            base = per_method["ulysses"]
+            base = per_method.get("ulysses", {})  # absent when a capped run stopped before it
             for m, r in per_method.items():
                 row: dict[str, Any] = {"scope": scope, "P": world, "method": m, "S_base": r["seq"]}
-                for key in ("fwd_transient", "peak", "const", "host_offloaded"):
-                    if key in r:
+                for key in ("fwd_transient", "peak", "const", "host_offloaded", "max_seq"):
+                    if key in r and key != "max_seq":
                         row[f"{key}_{suffix}"] = r[key] / unit
-                    if key in ("fwd_transient", "peak") and key in r:
-                        row[f"{key}/uly"] = ratio(r[key], base[key])
+                    if key in ("fwd_transient", "peak", "max_seq") and key in r:
+                        row[f"{key}/uly"] = ratio(r[key], base[key]) if key in base else float("nan")
                 if "max_seq" in r:
-                    row["max_seq"], row["max_seq/uly"] = r["max_seq"], ratio(r["max_seq"], base["max_seq"])
+                    row["max_seq"] = r["max_seq"]
                 rows.append(row)
     return rows
 
