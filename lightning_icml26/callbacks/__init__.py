@@ -26,9 +26,12 @@ from lightning_icml26.callbacks.sparsity import (
     magnitude_masks,
     threshold_sweep,
 )
+from lightning_icml26.callbacks.upipe import UPipeStepProfile, count_fused_upipe_layers
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
+    "count_fused_upipe_layers",
+    "UPipeStepProfile",
     "GumbelTemperatureScheduler",
     "ReadCostScheduler",
     "UsagePenaltyScheduler",

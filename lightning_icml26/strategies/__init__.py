@@ -8,7 +8,20 @@ from __future__ import annotations
 
 from lightning_icml26.strategies._registration import register_strategy
 from lightning_icml26.strategies.upipe import UPipeStrategy
+from lightning_icml26.strategies.upipe_memory import (
+    LayerShape,
+    attention_throughput,
+    build_memory_model,
+    upipe_memory_figures,
+)
 
-__all__ = ["register_strategy", "UPipeStrategy"]
+__all__ = [
+    "attention_throughput",
+    "build_memory_model",
+    "LayerShape",
+    "register_strategy",
+    "UPipeStrategy",
+    "upipe_memory_figures",
+]
 
 UPipeStrategy.register_strategies()  # "upipe", "ulysses", "ring_attention" (idempotent)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from lightning_icml26.ops.attention.context_parallel._kernels import apply_rotary, kv_replication
 from lightning_icml26.ops.attention.context_parallel.dense import dense_attention
-from lightning_icml26.ops.attention.context_parallel.memory import LiveBytesTracker, SavedTensorBytes
+from lightning_icml26.ops.attention.context_parallel.memory import (
+    LiveBytesTracker,
+    OffloadByteModel,
+    SavedTensorBytes,
+    forward_backward_memory,
+)
 from lightning_icml26.ops.attention.context_parallel.module import (
     ATTENTION_BACKENDS,
     RotaryEmbedding,
@@ -38,6 +43,7 @@ __all__ = [
     "check_heads",
     "ContextParallelAttentionConfig",
     "dense_attention",
+    "forward_backward_memory",
     "FusedHFAttentionForward",
     "fused_unsupported_reason",
     "get_attention_backend",
@@ -45,6 +51,7 @@ __all__ = [
     "HF_ATTENTION_NAMES",
     "install_fused_forward",
     "LiveBytesTracker",
+    "OffloadByteModel",
     "register_hf_attention",
     "remove_fused_forward",
     "ring_attention",
