@@ -11,7 +11,7 @@ import torch
 
 from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms import RankingJudge, evaluate_with_judge
-from lightning_icml26.algorithms.valueflow_intensity import borda_interpolation, sample_anchors
+from lightning_icml26.algorithms.valueflow_intensity import borda_interpolation, posterior_median, sample_anchors
 from lightning_icml26.data.valueflow import make_value_texts
 from lightning_icml26.llm import smollm2
 from lightning_icml26.metrics import AnchorPLIntensity
@@ -41,6 +41,8 @@ class ValueflowIntensityConfig(TaskConfig):
         k: items per window, the response and ``k - 1`` anchors (paper: 6).
         sampling: ``"bucket"`` (the paper's) or ``"random"`` anchors.
         judge_scale: utility per intensity unit of the simulated judge.
+        oracle: also report ``mae_oracle``, the Bayes reference (:func:`~lightning_icml26.algorithms.
+            valueflow_intensity.posterior_median` under the true prior of the responses; simulated judge only).
         seed: random seed.
 
     Example:
@@ -60,6 +62,7 @@ class ValueflowIntensityConfig(TaskConfig):
     k: int = 6
     sampling: str = "bucket"
     judge_scale: float = 1.0
+    oracle: bool = False
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -73,6 +76,8 @@ class ValueflowIntensityConfig(TaskConfig):
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if not self.judge_scale > 0:
             raise ValueError(f"judge_scale must be positive, got {self.judge_scale!r}")
+        if self.oracle and self.judge != "simulated":
+            raise ValueError(f"oracle needs judge='simulated' (the truth's prior is known there), got {self.judge!r}")
 
     def run(self) -> dict[str, float]:
         """Run :func:`valueflow_intensity_task` with these settings."""
@@ -105,8 +110,10 @@ def simulated_judgements(
     return truth, rankings, anchors
 
 
-def _simulated(c: ValueflowIntensityConfig, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
-    """Estimates through :class:`AnchorPLIntensity` on simulated judgements; the truth; Borda's MAE."""
+def _simulated(
+    c: ValueflowIntensityConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """Estimates (:class:`AnchorPLIntensity`) on simulated judgements, the truth, Borda's and the oracle's MAE."""
     truth, rankings, anchors = simulated_judgements(c.n_responses, c.m, c.k, c.sampling, c.judge_scale, rng)
     metric = AnchorPLIntensity(num_responses=c.n_responses, num_windows=c.m, k=c.k)
     metric.update(
@@ -116,7 +123,12 @@ def _simulated(c: ValueflowIntensityConfig, rng: np.random.Generator) -> tuple[n
         torch.from_numpy(anchors.reshape(-1, c.k - 1)).float(),
     )
     estimate = metric.compute().double().numpy()
-    return estimate, truth, float(np.mean(np.abs(borda_interpolation(rankings, anchors) - truth)))
+    out = {"mae_borda": float(np.mean(np.abs(borda_interpolation(rankings, anchors) - truth)))}
+    if c.oracle:
+        scale = c.judge_scale
+        oracle = posterior_median(rankings, scale * anchors, -9.0 * scale, 9.0 * scale) / scale
+        out["mae_oracle"] = float(np.mean(np.abs(oracle - truth)))
+    return estimate, truth, out
 
 
 def _smollm2(c: ValueflowIntensityConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -142,7 +154,8 @@ def valueflow_intensity_task(config: ValueflowIntensityConfig) -> dict[str, floa
     training split).
 
     Returns:
-        ``{"mae_pl", "mae_borda", "spearman_pl"}`` (Borda only for the simulated judge).
+        ``{"mae_pl", "mae_borda", "spearman_pl"}`` (Borda only for the simulated judge), and ``mae_oracle``
+        with ``oracle``.
 
     Example:
         >>> valueflow_intensity_task({"judge": "simulated"})
@@ -155,7 +168,8 @@ def valueflow_intensity_task(config: ValueflowIntensityConfig) -> dict[str, floa
     rng = np.random.default_rng(config.seed)
     out: dict[str, float] = {}
     if config.judge == "simulated":
-        estimate, truth, out["mae_borda"] = _simulated(config, rng)
+        estimate, truth, baselines = _simulated(config, rng)
+        out.update(baselines)
     else:
         estimate, truth = _smollm2(config)
     out["mae_pl"] = float(np.mean(np.abs(estimate - truth)))
