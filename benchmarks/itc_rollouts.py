@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 for env, m in by_env.items()]  # fmt: skip
     print("\n## World models (one-step teacher-forced figures)\n")
     print(markdown_table(training))
-    figures = {"metrics": by_env, "rows": rows, "training": training, "targets": build_targets(by_env)}
-    print_targets(figures["targets"])
+    targets = build_targets(by_env)
+    figures = {"metrics": by_env, "rows": rows, "training": training, "targets": targets}
+    print_targets(targets)
     write_json(args.json, "itc_rollouts", figures, args)
     return figures
 
