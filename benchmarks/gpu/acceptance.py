@@ -75,8 +75,9 @@ def rows(out: Path) -> tuple[AcceptanceRow, ...]:
                                            ("isa_triton_cosine_min", ">=", 0.99)), min_minutes=1.5),
         AcceptanceRow(
             "itc_short",
-            lambda m: _script_row("itc_minatar_cuda", ["--games", "breakout", "--seeds", "1", "--wm-minutes", "0.5",
-                                                       "--max-minutes", f"{m:.2f}", "--json", path("itc")]),
+            lambda m: _script_row("itc_minatar_cuda", ["--games", "breakout", "--wm-minutes", "0.5", "--agent-seconds",
+                                                       f"{max(5.0, 60 * (m - 1.0)) / 2:.1f}", "--set", "seeds=1",
+                                                       "--json", path("itc")]),
             (),
             min_minutes=1.5,
         ),

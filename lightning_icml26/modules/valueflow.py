@@ -4,7 +4,7 @@ The module embeds a batch of texts with any encoder (a callable from a list of s
 projects them, and trains with the stage-1 hierarchical contrastive loss or the stage-2 align loss
 (:mod:`lightning_icml26.ops.valueflow_contrastive`), chosen by ``stage``. Batches are those of
 :class:`~lightning_icml26.data.ValueTextDataModule` (``text``, ``levels``, ``direction``, ``individual_id``,
-``concept_id``). Validation logs the stage-1 loss on held-out texts.
+``concept_id``). Validation logs the stage-1 loss on held-out texts; testing logs the retrieval figures.
 """
 
 from __future__ import annotations
@@ -20,7 +20,12 @@ from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
 from lightning_icml26.data.movie_genres import load_text_model
-from lightning_icml26.ops.valueflow_contrastive import HierarchicalAlignLoss, HierarchicalContrastiveLoss
+from lightning_icml26.metrics.functional.valueflow import hierarchical_retrieval
+from lightning_icml26.ops.valueflow_contrastive import (
+    HierarchicalAlignLoss,
+    HierarchicalContrastiveLoss,
+    anchor_info_nce,
+)
 
 __all__ = ["HashedBagEncoder", "HiVESModule", "MiniLMEncoder"]
 
@@ -117,6 +122,14 @@ class HiVESModule(LightningModule):
         lambda_theory: stage-2 weight of the cross-theory term (paper: 1.0).
         anchor_temperature: stage-2 InfoNCE temperature (paper: 0.07).
         optimizer: factory taking the parameters (default ``AdamW(lr=1e-3)``).
+        loss: ``"hives"`` (the stages above) or ``"supcon"``, the flat baseline: supervised InfoNCE
+            (temperature ``temperature``) on the leaf-and-direction label of the hierarchical rows of the same
+            batches, whatever the stage.
+        projection_lr: learning rate of the projection (a second parameter group); ``None`` gives it the
+            factory's.
+
+    Testing embeds the test texts and logs :func:`~lightning_icml26.metrics.functional.hierarchical_retrieval`
+    (``test_map_l1``, ..., ``test_spearman_tree``, ``test_rank_pairwise``, ``test_pearson_labels``).
 
     Example:
         >>> module = HiVESModule(HashedBagEncoder(num_buckets=256, dim=8), encoder_dim=8, proj_dim=4)
@@ -137,10 +150,16 @@ class HiVESModule(LightningModule):
         lambda_theory: float = 1.0,
         anchor_temperature: float = 0.07,
         optimizer: Callable[[Iterable[Any]], torch.optim.Optimizer] | None = None,
+        loss: str = "hives",
+        projection_lr: float | None = None,
     ) -> None:
         super().__init__()
         if stage not in (1, 2):
             raise ValueError(f"stage must be 1 or 2, got {stage!r}")
+        if loss not in ("hives", "supcon"):
+            raise ValueError(f"loss must be 'hives' or 'supcon', got {loss!r}")
+        if projection_lr is not None and not projection_lr > 0:
+            raise ValueError(f"projection_lr must be positive or None, got {projection_lr!r}")
         if encoder_dim < 1 or (proj_dim is not None and proj_dim < 1):
             raise ValueError(f"encoder_dim and proj_dim must be positive, got {encoder_dim}, {proj_dim}")
         self.save_hyperparameters(ignore=["encoder", "optimizer"])
@@ -155,6 +174,8 @@ class HiVESModule(LightningModule):
             lambda_individual, lambda_theory, temperature, anchor_temperature, direction_weight
         )
         self.optimizer_factory = optimizer or _default_optimizer
+        self.loss_kind, self.projection_lr, self.temperature = loss, projection_lr, temperature
+        self._test_rows: list[tuple[Tensor, Tensor, Tensor]] = []
 
     def forward(self, texts: Sequence[str]) -> Tensor:
         """Unnormalised embeddings ``[B, proj_dim]``."""
@@ -175,6 +196,11 @@ class HiVESModule(LightningModule):
 
     def _loss(self, batch: dict[str, Any], stage: int) -> Tensor:
         z = self(batch["text"])
+        if self.loss_kind == "supcon":
+            keep = batch["levels"][:, 0] >= 0
+            label = torch.cat([batch["theory_id"][:, None], batch["levels"], batch["direction"][:, None]], 1)
+            ids = torch.unique(label, dim=0, return_inverse=True)[1]
+            return anchor_info_nce(z, torch.where(keep, ids, -1), temperature=self.temperature)
         if stage == 1:
             keep = batch["levels"][:, 0] >= 0
             return self.hier_loss(z[keep], batch["levels"][keep], batch["direction"][keep])
@@ -193,6 +219,26 @@ class HiVESModule(LightningModule):
         """Stage-1 loss on held-out texts."""
         self.log("val_loss", self._loss(batch, 1), batch_size=len(batch["text"]))
 
+    def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        """Embed the test texts (the figures are computed over all of them at the epoch's end)."""
+        z = F.normalize(self(batch["text"]), dim=1)
+        self._test_rows.append((z.detach().cpu(), batch["levels"].cpu(), batch["direction"].cpu()))
+
+    def on_test_epoch_end(self) -> None:
+        """Log the retrieval figures of every test text against the label tree."""
+        if not self._test_rows:
+            return
+        z, levels, directions = (torch.cat(part) for part in zip(*self._test_rows, strict=True))
+        self._test_rows = []
+        for key, value in hierarchical_retrieval(z, levels, directions).items():
+            self.log(f"test_{key}", value)
+
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        """The optimizer from the factory."""
-        return self.optimizer_factory(self.parameters())
+        """The optimizer from the factory (the projection in its own group with ``projection_lr`` when set)."""
+        if self.projection_lr is None:
+            return self.optimizer_factory(self.parameters())
+        head = {id(p) for p in self.projection.parameters()}
+        rest = [p for p in self.parameters() if id(p) not in head]
+        return self.optimizer_factory(
+            [{"params": rest}, {"params": list(self.projection.parameters()), "lr": self.projection_lr}]
+        )

@@ -13,10 +13,12 @@ runs it; a recipe's ``task`` node builds that object.
 * :func:`matching_market_task` (``wayse_market``): Way-SE-inspired matching bandits against baselines.
 * :func:`asr_icl_task` (``asr_icl_compas``): label-only recourse for ICL classifiers, ASR-ICL against baselines.
 * :func:`isa_edit_task` (``isa_edit_toy``): a toy in-context video editor, dense then ISA fine-tuning.
-* :func:`itc_minatar_task` (``itc_minatar``): ITC on MinAtar, world model to an agent trained in imagination.
+* :func:`itc_minatar_task` with :class:`ItcMinatarConfig` (``itc_minatar``): ITC on MinAtar, world model to an
+  agent trained in imagination.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
 * :func:`pgs_mutants_task` (``pgs_mutants``): PGS or a debugging baseline repairing the mutant suite.
-* :func:`valueflow_intensity_task` (``valueflow_intensity``): VALUEFLOW's anchor-based intensity evaluator.
+* :func:`valueflow_intensity_task` with :class:`ValueflowIntensityConfig` (``valueflow_intensity``): VALUEFLOW's
+  anchor-based intensity evaluator.
 """
 
 from __future__ import annotations
@@ -46,11 +48,11 @@ from lightning_icml26.tasks.g_substrate import (
 )
 from lightning_icml26.tasks.irt_judge import IrtJudgeConfig, irt_judge_task
 from lightning_icml26.tasks.isa_edit import IsaEditConfig, isa_edit_task
-from lightning_icml26.tasks.itc_minatar import itc_minatar_task
+from lightning_icml26.tasks.itc_minatar import ItcMinatarConfig, itc_minatar_task
 from lightning_icml26.tasks.lcpbscm import LcpbscmConfig, lcpbscm_task
 from lightning_icml26.tasks.matching_market import MatchingMarketConfig, matching_market_task
 from lightning_icml26.tasks.pgs_mutants import PgsMutantsConfig, pgs_mutants_task
-from lightning_icml26.tasks.valueflow_intensity import valueflow_intensity_task
+from lightning_icml26.tasks.valueflow_intensity import ValueflowIntensityConfig, valueflow_intensity_task
 
 # Names from the gymnasium-dependent module, resolved lazily by ``__getattr__`` (gymnasium is optional).
 _LAZY = {
@@ -71,10 +73,12 @@ __all__ = [
     "G_SUBSTRATE_TASKS",
     "IrtJudgeConfig",
     "IsaEditConfig",
+    "ItcMinatarConfig",
     "LcpbscmConfig",
     "MatchingMarketConfig",
     "PgsMutantsConfig",
     "TaskConfig",
+    "ValueflowIntensityConfig",
     "asr_icl_task",
     "complementarity_grid_task",
     "fair_frontier_task",

@@ -1,7 +1,8 @@
 """``itc_minatar``: ITC on MinAtar, from played frames to an agent trained purely in imagination (issue #28).
 
-The pipeline of one game (Breakout or Freeway, the ``minatar`` package of the ``rl`` extra), in the pieces that
-``benchmarks/itc_minatar.py`` and the GPU script share:
+The pipeline of one game (Breakout or Freeway, the ``minatar`` package of the ``rl`` extra), run by
+:func:`itc_minatar_task` with one :class:`ItcMinatarConfig` (the ``itc_minatar`` recipe; the CPU and GPU
+benchmarks run that recipe), in named steps:
 
 1. :func:`prepare_minatar`: epsilon-greedy play around :func:`~lightning_icml26.data.rl.heuristic_policy`,
    5 x 5 patch tokens, and the environment's next-frame noise floor over exactly the validation transitions.
@@ -18,10 +19,11 @@ The pipeline of one game (Breakout or Freeway, the ``minatar`` package of the ``
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +53,15 @@ from lightning_icml26.data.rl.minatar_windows import (
 from lightning_icml26.metrics.functional import object_motion, rollout_consistency
 from lightning_icml26.modules.itc import TokenWorldModel, rollout
 from lightning_icml26.ops import DECODERS, ITCDecoder
+from lightning_icml26.tasks._config import TaskConfig
 
 __all__ = [
     "DECODER_NAMES",
+    "ItcMinatarConfig",
     "MinAtarData",
     "fit_world_model",
     "itc_minatar_task",
+    "minatar_summary",
     "next_frame_fn",
     "official_itc",
     "prepare_minatar",
@@ -234,27 +239,15 @@ def fit_world_model(
     _positive(max_steps=max_steps, val_every=val_every, batch_size=batch_size)
     if not goal_ratio > 0:
         raise ValueError(f"goal_ratio must be positive, got {goal_ratio!r}")
-    ctx = data.context
     torch.manual_seed(seed)
-    model = TokenWorldModel(data.book.size, 5, 5, 3, context=ctx, d_model=d_model, num_layers=num_layers,
+    model = TokenWorldModel(data.book.size, 5, 5, 3, context=data.context, d_model=d_model, num_layers=num_layers,
                             num_heads=num_heads,
                             optimizer=lambda params: torch.optim.AdamW(params, lr=lr, weight_decay=0.01))  # fmt: skip
-    train_f, train_a, _ = episode_windows(data.train_tokens, data.train.actions, ctx + 1)
+    train_f, train_a, _ = episode_windows(data.train_tokens, data.train.actions, data.context + 1)
     dm = TokenWindowDataModule(train_f, train_a, data.val_frames, data.val_actions, batch_size=batch_size,
                                num_steps=max_steps, seed=seed)  # fmt: skip
-    goal = goal_ratio * data.floor
-    stop = EarlyStopping("val_last_loss", mode="min", patience=10**9, stopping_threshold=goal,
-                         check_on_train_epoch_end=False)  # fmt: skip
-    callbacks: list[pl.Callback] = [stop]
-    if verbose:
-        callbacks.append(_PrintValidation(data.game, goal))
-    trainer = pl.Trainer(
-        accelerator=accelerator, devices=1, max_epochs=1, max_steps=max_steps,
-        val_check_interval=min(val_every, max_steps),
-        gradient_clip_val=1.0, callbacks=callbacks, logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-        max_time=None if max_minutes is None else {"seconds": int(60 * max_minutes)},
-    )  # fmt: skip
+    trainer = _world_model_trainer(data, goal_ratio * data.floor, max_steps, val_every, accelerator, max_minutes,
+                                   verbose)  # fmt: skip
     start = time.perf_counter()
     trainer.fit(model, datamodule=dm)
     train_s = time.perf_counter() - start
@@ -263,6 +256,30 @@ def fit_world_model(
     record = {"val_loss": val_loss, "floor": data.floor, "steps": float(trainer.global_step), "train_s": train_s,
               "train_windows": float(len(train_f))}  # fmt: skip
     return model, record
+
+
+def _world_model_trainer(
+    data: MinAtarData,
+    goal: float,
+    max_steps: int,
+    val_every: int,
+    accelerator: str,
+    max_minutes: float | None,
+    verbose: bool,
+) -> pl.Trainer:
+    """The world model's Trainer: early stop once ``val_last_loss`` is below ``goal``, clip at 1, no logger."""
+    stop = EarlyStopping("val_last_loss", mode="min", patience=10**9, stopping_threshold=goal,
+                         check_on_train_epoch_end=False)  # fmt: skip
+    callbacks: list[pl.Callback] = [stop]
+    if verbose:
+        callbacks.append(_PrintValidation(data.game, goal))
+    return pl.Trainer(
+        accelerator=accelerator, devices=1, max_epochs=1, max_steps=max_steps,
+        val_check_interval=min(val_every, max_steps),
+        gradient_clip_val=1.0, callbacks=callbacks, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+        max_time=None if max_minutes is None else {"seconds": int(60 * max_minutes)},
+    )  # fmt: skip
 
 
 class _PrintValidation(pl.Callback):
@@ -382,102 +399,228 @@ def train_agents(
     eval_episodes: int = 6,
     eval_steps: int = 300,
     decoders: Sequence[str] = DECODER_NAMES,
+    agent_seconds: float | None = None,
     verbose: bool = True,
 ) -> dict[str, Any]:
     """Per decoder, ``seeds`` agents from :func:`train_agent`, each played in the real game.
 
-    Returns, per decoder, the list of real returns (one per seed), ``random`` (:func:`random_return`, same
-    seeds) and ``updates`` (per decoder, the imagination updates each agent ran).
+    Seed by seed, the decoders train in the order given. With ``agent_seconds``, the first decoder's agent
+    (ITC by default, the slowest) trains for at most that long, and the other decoders of the same seed then
+    run exactly as many updates as it did, so that the decoders of a seed always share one budget.
+
+    Returns:
+        Per decoder, the list of real returns (one per seed); ``random`` (:func:`random_return`, same seeds);
+        ``updates`` (per decoder, the imagination updates each agent ran); ``budgets_equal`` (every agent ran
+        ``config.updates``).
+
+    Example:
+        >>> train_agents(None, None, official_itc(), ImaginationConfig(), agent_seconds=0.0)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: agent_seconds must be positive or None, got 0.0
     """
     _positive(seeds=seeds)
-    out: dict[str, Any] = {"updates": {}}
-    for name in decoders:
-        out[name], out["updates"][name] = [], []
-        for seed in range(seeds):
-            score, updates = train_agent(logits_fn, data, itc, config, name, seed, eval_episodes=eval_episodes,
-                                         eval_steps=eval_steps)  # fmt: skip
+    if agent_seconds is not None and not agent_seconds > 0:
+        raise ValueError(f"agent_seconds must be positive or None, got {agent_seconds!r}")
+    out: dict[str, Any] = {name: [] for name in decoders}
+    out["updates"] = {name: [] for name in decoders}
+    for seed in range(seeds):
+        budget = config
+        for i, name in enumerate(decoders):
+            cap = agent_seconds if i == 0 else None
+            score, updates = train_agent(logits_fn, data, itc, budget, name, seed, eval_episodes=eval_episodes,
+                                         eval_steps=eval_steps, max_seconds=cap)  # fmt: skip
             out[name].append(score)
             out["updates"][name].append(updates)
+            if cap is not None:
+                budget = replace(config, updates=max(1, updates))
         if verbose:
-            print(f"  {data.game} agent[{name}] real returns {out[name]}", flush=True)
+            print(f"  {data.game} seed {seed}: real returns " + ", ".join(f"{n} {out[n][-1]:.2f}" for n in decoders)
+                  + f" (updates {[out['updates'][n][-1] for n in decoders]})", flush=True)  # fmt: skip
     out["random"] = [random_return(data, s, eval_episodes=eval_episodes, eval_steps=eval_steps) for s in range(seeds)]
+    out["budgets_equal"] = {u for n in decoders for u in out["updates"][n]} == {config.updates}
     return out
 
 
-@declare_requirements([Requirement("minatar", "rl", "the MinAtar games")])
-def itc_minatar_task(
-    game: str = "breakout",
-    out_dir: str = "outputs/itc_minatar",
-    train_steps: int = 15000,
-    val_steps: int = 2000,
-    max_episode_steps: int = 500,
-    floor_samples: int = 2,
-    context: int = 4,
-    d_model: int = 64,
-    num_layers: int = 2,
-    num_heads: int = 4,
-    lr: float = 2e-3,
-    batch_size: int = 32,
-    wm_steps: int = 1500,
-    val_every: int = 250,
-    horizon: int = 12,
-    rollout_starts: int = 128,
-    imagine_horizon: int = 10,
-    ac_updates: int = 40,
-    ac_batch: int = 32,
-    seeds: int = 3,
-    eval_episodes: int = 6,
-    eval_steps: int = 300,
-    use_zero_neighbor_distance: bool = False,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """The MinAtar pipeline for one game; writes ``itc_minatar.json`` in ``out_dir`` and returns the headline figures.
+_DEVICE_HELP = "device must be 'cpu', 'cuda' or 'cuda:N'"
 
-    Defaults are the CPU benchmark's full size (``benchmarks/itc_minatar.py``). ITC uses MinAtar's official
-    alpha 0.2, tau 0.05 and the exact assignment; ``use_zero_neighbor_distance`` is the official option of that
-    name (no move cost to the four direct neighbours).
+
+@declare_requirements([Requirement("minatar", "rl", "the MinAtar games")])
+@dataclass(frozen=True)
+class ItcMinatarConfig(TaskConfig):
+    """Settings of :func:`itc_minatar_task` (the ``itc_minatar`` recipe's ``task`` node; same keys).
+
+    Defaults are the CPU benchmark's full size (``benchmarks/itc_minatar.py``); the GPU benchmark sets larger
+    sizes and ``device="cuda"``. ITC uses MinAtar's official alpha 0.2, tau 0.05 and the exact assignment.
+
+    Attributes:
+        game: ``"breakout"`` or ``"freeway"``.
+        out_dir: folder of ``itc_minatar.json`` (nothing written when ``None``).
+        train_steps: played training transitions.
+        val_steps: played validation transitions (with next-frame branches for the noise floor).
+        max_episode_steps: episode cut of the play.
+        floor_samples: re-seeded game copies per action when enumerating the next frame.
+        context: frames the world model sees.
+        d_model: world-model width.
+        num_layers: world-model layers.
+        num_heads: world-model attention heads.
+        lr: world-model learning rate (AdamW).
+        batch_size: world-model windows per step.
+        wm_steps: world-model step budget (training stops early at 1.1 x the noise floor).
+        val_every: world-model steps between validations.
+        horizon: rollout horizon of the figures.
+        rollout_starts: held-out starts rolled out.
+        imagine_horizon: imagined steps per agent trajectory.
+        ac_updates: imagination updates per agent.
+        ac_batch: imagined trajectories per update.
+        seeds: agents per decoder.
+        eval_episodes: real episodes per agent.
+        eval_steps: step cut of a real episode.
+        use_zero_neighbor_distance: ITC's official option of that name (no move cost to the four neighbours).
+        device: where the world model trains and predicts (``"cpu"``, ``"cuda"``, ``"cuda:N"``); decoding, the
+            agents and the games stay on the CPU.
+        wm_minutes: optional wall-clock cap on the world model's training.
+        agent_seconds: optional wall-clock cap on each seed's ITC agent (see :func:`train_agents`).
+        seed: seed of the play, the world model and the rollouts.
+
+    Example:
+        >>> ItcMinatarConfig(game="pong")
+        Traceback (most recent call last):
+        ...
+        ValueError: game must be one of ('breakout', 'freeway'), got 'pong'
+        >>> ItcMinatarConfig(device="tpu")
+        Traceback (most recent call last):
+        ...
+        ValueError: device must be 'cpu', 'cuda' or 'cuda:N', got 'tpu'
+    """
+
+    game: str = "breakout"
+    out_dir: str | None = "outputs/itc_minatar"
+    train_steps: int = 15000
+    val_steps: int = 2000
+    max_episode_steps: int = 500
+    floor_samples: int = 2
+    context: int = 4
+    d_model: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    lr: float = 2e-3
+    batch_size: int = 32
+    wm_steps: int = 1500
+    val_every: int = 250
+    horizon: int = 12
+    rollout_starts: int = 128
+    imagine_horizon: int = 10
+    ac_updates: int = 40
+    ac_batch: int = 32
+    seeds: int = 3
+    eval_episodes: int = 6
+    eval_steps: int = 300
+    use_zero_neighbor_distance: bool = False
+    device: str = "cpu"
+    wm_minutes: float | None = None
+    agent_seconds: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.game not in GAMES:
+            raise ValueError(f"game must be one of {GAMES}, got {self.game!r}")
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise ValueError(f"{_DEVICE_HELP}, got {self.device!r}")
+        _positive(**{name: getattr(self, name) for name in _POSITIVE_FIELDS})
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}")
+        for name in ("lr", "wm_minutes", "agent_seconds"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive, got {value!r}")
+
+    def run(self) -> dict[str, Any]:
+        """Run :func:`itc_minatar_task` with these settings."""
+        return itc_minatar_task(self)
+
+
+_POSITIVE_FIELDS = (
+    "train_steps", "val_steps", "max_episode_steps", "floor_samples", "context", "d_model", "num_layers",
+    "num_heads", "batch_size", "wm_steps", "val_every", "horizon", "rollout_starts", "imagine_horizon",
+    "ac_updates", "ac_batch", "seeds", "eval_episodes", "eval_steps",
+)  # fmt: skip
+
+
+def itc_minatar_task(config: ItcMinatarConfig) -> dict[str, Any]:
+    """The MinAtar pipeline for one game; writes ``itc_minatar.json`` in ``config.out_dir``, returns the headlines.
+
+    Steps: :func:`prepare_minatar`, :func:`fit_world_model` (on ``config.device``), :func:`rollout_figures`
+    and :func:`train_agents`; :func:`minatar_summary` condenses them.
 
     Returns:
         ``game``, ``tokens``, ``noise_floor``, ``wm_val_loss``, ``wm_val_over_floor``, ``wm_steps``, per decoder
         the persistence error at the first and last horizon and the object motion over the truth's, per decoder
-        (and ``random``) the mean real return, and ``itc_equals_sample_h1``; the JSON holds every figure.
+        (and ``random``) the mean real return, and ``itc_equals_sample_h1``; the JSON holds every figure
+        (``summary``, ``world_model``, ``rollouts``, ``agents``).
+
+    Example:
+        >>> itc_minatar_task({"game": "breakout"})
+        Traceback (most recent call last):
+        ...
+        TypeError: config must be an ItcMinatarConfig, got dict
     """
-    if game not in GAMES:
-        raise ValueError(f"game must be one of {GAMES}, got {game!r}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    data = prepare_minatar(game, train_steps=train_steps, val_steps=val_steps, context=context, seed=seed,
-                           max_episode_steps=max_episode_steps, floor_samples=floor_samples)  # fmt: skip
-    print(f"{game}: {data.train.num_steps} train / {data.val.num_steps} val steps, {data.book.size} tokens, "
+    if not isinstance(config, ItcMinatarConfig):
+        raise TypeError(f"config must be an ItcMinatarConfig, got {type(config).__name__}")
+    c, t0 = config, time.perf_counter()
+    data = prepare_minatar(c.game, train_steps=c.train_steps, val_steps=c.val_steps, context=c.context, seed=c.seed,
+                           max_episode_steps=c.max_episode_steps, floor_samples=c.floor_samples)  # fmt: skip
+    print(f"{c.game}: {data.train.num_steps} train / {data.val.num_steps} val steps, {data.book.size} tokens, "
           f"noise floor {data.floor:.4f} nats/cell over {len(data.val_frames)} validation transitions",
           flush=True)  # fmt: skip
-    model, record = fit_world_model(data, d_model=d_model, num_layers=num_layers, num_heads=num_heads, lr=lr,
-                                    batch_size=batch_size, max_steps=wm_steps, val_every=val_every,
-                                    seed=seed)  # fmt: skip
-    print(f"{game}: world model val loss {record['val_loss']:.4f} = {record['val_loss'] / data.floor:.2f} x the "
+    model, record = fit_world_model(data, d_model=c.d_model, num_layers=c.num_layers, num_heads=c.num_heads, lr=c.lr,
+                                    batch_size=c.batch_size, max_steps=c.wm_steps, val_every=c.val_every, seed=c.seed,
+                                    accelerator="cpu" if c.device == "cpu" else "gpu",
+                                    max_minutes=c.wm_minutes)  # fmt: skip
+    print(f"{c.game}: world model val loss {record['val_loss']:.4f} = {record['val_loss'] / data.floor:.2f} x the "
           f"noise floor ({record['steps']:.0f} steps)", flush=True)  # fmt: skip
-    itc = official_itc(use_zero_neighbor_distance)
-    logits_fn = next_frame_fn(model)
-    rollouts = rollout_figures(logits_fn, data, itc, horizon=horizon, starts=rollout_starts, seed=seed)
-    config = ImaginationConfig(horizon=imagine_horizon, updates=ac_updates, batch_size=ac_batch)
-    agents = train_agents(logits_fn, data, itc, config, seeds=seeds, eval_episodes=eval_episodes,
-                          eval_steps=eval_steps)  # fmt: skip
+    record["params"] = float(sum(p.numel() for p in model.parameters()))
+    itc = official_itc(c.use_zero_neighbor_distance)
+    logits_fn = next_frame_fn(model, c.device)
+    rollouts = rollout_figures(logits_fn, data, itc, horizon=c.horizon, starts=c.rollout_starts, seed=c.seed)
+    imagination = ImaginationConfig(horizon=c.imagine_horizon, updates=c.ac_updates, batch_size=c.ac_batch)
+    agents = train_agents(logits_fn, data, itc, imagination, seeds=c.seeds, eval_episodes=c.eval_episodes,
+                          eval_steps=c.eval_steps, agent_seconds=c.agent_seconds)  # fmt: skip
+    summary = minatar_summary(c.game, data.book.size, record, rollouts, agents)
+    summary["wall_s"] = time.perf_counter() - t0
+    if c.out_dir is not None:
+        out = Path(c.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        full = {"summary": summary, "world_model": record, "rollouts": rollouts, "agents": agents}
+        (out / "itc_minatar.json").write_text(json.dumps(full, indent=2))
+    print(json.dumps(summary, indent=2), flush=True)
+    return summary
+
+
+def minatar_summary(
+    game: str, tokens: int, record: dict[str, float], rollouts: dict[str, Any], agents: dict[str, Any]
+) -> dict[str, Any]:
+    """The headline figures of one game from the world model's record (with its ``floor``), rollouts and agents.
+
+    Example:
+        >>> figures = {"persistence_error_rate": [0.1, 0.3], "object_motion": [0.4, 0.4]}
+        >>> rollouts = {n: figures for n in DECODER_NAMES} | {"truth": {"object_motion": [0.5, 0.5]}}
+        >>> agents = {n: [1.0, 3.0] for n in (*DECODER_NAMES, "random")}
+        >>> out = minatar_summary("breakout", 9, {"val_loss": 0.6, "floor": 0.5, "steps": 10.0}, rollouts, agents)
+        >>> out["wm_val_over_floor"], out["itc_persistence_h2"], out["itc_motion_over_truth"], out["itc_real_return"]
+        (1.2, 0.3, 0.8, 2.0)
+    """
     truth_motion = statistics.fmean(rollouts["truth"]["object_motion"])
     summary: dict[str, Any] = {
-        "game": game, "tokens": data.book.size, "noise_floor": data.floor, "wm_val_loss": record["val_loss"],
-        "wm_val_over_floor": record["val_loss"] / data.floor, "wm_steps": record["steps"],
+        "game": game, "tokens": tokens, "noise_floor": record["floor"], "wm_val_loss": record["val_loss"],
+        "wm_val_over_floor": record["val_loss"] / record["floor"], "wm_steps": record["steps"],
         "itc_equals_sample_h1": rollouts.get("itc_equals_sample_h1", float("nan")),
     }  # fmt: skip
     for name in DECODER_NAMES:
         pe = rollouts[name]["persistence_error_rate"]
-        summary[f"{name}_persistence_h1"], summary[f"{name}_persistence_h{horizon}"] = pe[0], pe[-1]
+        summary[f"{name}_persistence_h1"], summary[f"{name}_persistence_h{len(pe)}"] = pe[0], pe[-1]
         motion = statistics.fmean(rollouts[name]["object_motion"])
         summary[f"{name}_motion_over_truth"] = motion / truth_motion if truth_motion else float("nan")
         summary[f"{name}_real_return"] = statistics.fmean(agents[name])
     summary["random_real_return"] = statistics.fmean(agents["random"])
-    summary["wall_s"] = time.perf_counter() - t0
-    full = {"summary": summary, "world_model": record, "rollouts": rollouts, "agents": agents}
-    (out / "itc_minatar.json").write_text(json.dumps(full, indent=2))
-    print(json.dumps(summary, indent=2), flush=True)
     return summary

@@ -14,6 +14,7 @@ from lightning_icml26.algorithms.valueflow_intensity import (
     estimate_intensity,
     pl_log_likelihood,
     pl_response_score,
+    posterior_median,
     sample_anchors,
     solve_response_utility,
 )
@@ -177,3 +178,22 @@ def test_pl_log_likelihood_equals_the_product_of_stage_probabilities():
         up, down = pl_log_likelihood(u + step, rankings, anchors), pl_log_likelihood(u - step, rankings, anchors)
         fd = (up - down) / (2 * step)
         np.testing.assert_allclose(fd, pl_response_score(u, rankings, anchors), atol=1e-6)
+
+
+def test_posterior_median_matches_scipy_integration():
+    from scipy.integrate import quad
+
+    rng = np.random.default_rng(2)
+    rankings = np.stack([np.stack([rng.permutation(6) for _ in range(3)]) for _ in range(2)])
+    anchors = rng.uniform(-8, 8, size=(2, 3, 5))
+    got = posterior_median(rankings, anchors, -9.0, 9.0, points=18001)
+    for r in range(2):
+
+        def density(u, r=r):
+            return float(np.exp(pl_log_likelihood(u, rankings[r], anchors[r], l2=0.0)))
+
+        total = quad(density, -9, 9, points=list(np.ravel(anchors[r])), limit=200)[0]
+        median = brentq(lambda x, r=r, t=total: quad(density, -9, x, limit=200)[0] - 0.5 * t, -9, 9, xtol=1e-8)
+        assert got[r] == pytest.approx(median, abs=2e-3)
+    with pytest.raises(ValueError, match="high > low"):
+        posterior_median(rankings, anchors, 1.0, 1.0)

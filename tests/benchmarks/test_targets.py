@@ -128,11 +128,9 @@ def test_loes_and_r4_and_arbg_targets():
 
 
 def test_itc_fairness_complementarity_upipe_targets():
-    results = {
-        "sample": {"persistence_error_rate": [0.1, 0.4], "token_accuracy": [0.9, 0.8]},
-        "itc[hungarian]": {"persistence_error_rate": [0.1, 0.1], "token_accuracy": [0.95, 0.8]},
-    }
-    itc = _builder("itc_rollouts")({"grid": results}, 2)
+    metrics = {"test_sample_persistence_error_rate_last": 0.4, "test_sample_token_accuracy_h1": 0.9,
+               "test_itc_persistence_error_rate_last": 0.1, "test_itc_token_accuracy_h1": 0.95}  # fmt: skip
+    itc = _builder("itc_rollouts")({"grid": metrics})
     assert itc["persistence_ratio_max"] == {"value": 0.25, "target": "<= 0.5", "met": True}
     assert itc["token_acc_h1_gap_min"]["value"] == pytest.approx(0.05)
     nan = float("nan")

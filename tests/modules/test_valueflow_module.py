@@ -101,3 +101,37 @@ def test_minilm_encoder_one_step() -> None:
     assert module.encoder.model.embeddings.word_embeddings.weight.grad is not None
     opt.step()
     assert float(module._loss(batch, 1).detach()) < float(loss.detach())
+
+
+def test_supcon_baseline_is_infonce_on_the_corpus_leaf_ids() -> None:
+    from lightning_icml26.data.valueflow import ValueTextDataset, collate_value_texts
+    from lightning_icml26.ops import anchor_info_nce
+
+    module = HiVESModule(HashedBagEncoder(num_buckets=512, dim=8), encoder_dim=8, proj_dim=4, loss="supcon")
+    corpus = make_value_texts(per_label=2, seed=0, theories=("mft", "duty"))
+    keys = [(i, 0) for i in range(0, 24)] + [(i, 1) for i in range(24, 32)]  # hierarchical rows, then others
+    batch = collate_value_texts([ValueTextDataset(corpus)[k] for k in keys])
+    ids = torch.tensor([int(corpus.individual_ids[i]) if part == 0 else -1 for i, part in keys])
+    with torch.no_grad():
+        expected = anchor_info_nce(module(batch["text"]), ids, temperature=0.1)
+        assert float(module._loss(batch, 1)) == pytest.approx(float(expected), rel=1e-6)
+        assert float(module._loss(batch, 2)) == pytest.approx(float(expected), rel=1e-6)  # whatever the stage
+
+
+def test_test_split_figures_and_projection_learning_rate(tmp_path: Path) -> None:
+    from lightning_icml26.metrics.functional import hierarchical_retrieval
+
+    seed_everything(0)
+    module = HiVESModule(HashedBagEncoder(num_buckets=512, dim=8), encoder_dim=8, proj_dim=4, projection_lr=0.5)
+    optimizer = module.configure_optimizers()
+    assert [g["lr"] for g in optimizer.param_groups] == [1e-3, 0.5]
+    assert optimizer.param_groups[1]["params"] == list(module.projection.parameters())
+    dm = _dm()
+    _trainer(tmp_path, 1, batches=2).fit(module, datamodule=dm)
+    logged = _trainer(tmp_path, 1).test(module, datamodule=dm, verbose=False)[0]
+    test = make_value_texts(dm.heldout_per_label, dm.seed + 1000, "heldout", dm.theories)
+    expected = hierarchical_retrieval(module.embed(test.texts), test.levels, test.directions)
+    assert logged["test_map_l2"] == pytest.approx(expected["map_l2"], abs=1e-5)
+    assert logged["test_spearman_tree"] == pytest.approx(expected["spearman_tree"], abs=1e-5)
+    with pytest.raises(ValueError, match="loss must be"):
+        HiVESModule(HashedBagEncoder(num_buckets=512, dim=8), encoder_dim=8, loss="flat")

@@ -1,5 +1,6 @@
 """itc_minatar: ``icml26 run itc_minatar`` at tiny sizes ends by itself; the Lightning-trained world model's
-validation figure equals a direct computation; early stopping at the noise-floor goal."""
+validation figure equals a direct computation; early stopping at the noise-floor goal; the settings object
+refuses bad values; a capped first agent sets its seed's update budget."""
 
 from __future__ import annotations
 
@@ -8,13 +9,23 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+import lightning_icml26.tasks.itc_minatar as itc_minatar_module
+from lightning_icml26.algorithms import ImaginationConfig
 from lightning_icml26.data.rl import episode_windows
 from lightning_icml26.data.rl.minatar import MinAtarEpisodes, noise_floor
-from lightning_icml26.tasks.itc_minatar import fit_world_model, next_frame_fn, prepare_minatar, window_loss
+from lightning_icml26.tasks import ItcMinatarConfig, itc_minatar_task
+from lightning_icml26.tasks.itc_minatar import (
+    fit_world_model,
+    next_frame_fn,
+    official_itc,
+    prepare_minatar,
+    window_loss,
+)
 
 pytest.importorskip("minatar")
 
@@ -87,3 +98,34 @@ def test_validation_figure_floor_and_early_stop() -> None:
                                 goal_ratio=1.1, verbose=False)  # fmt: skip
     assert longer["steps"] == 10.0  # the floor is out of reach in 10 steps: the budget ends the training
     assert longer["val_loss"] < record["val_loss"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("game", "pong", "game must be one of"), ("device", "tpu", "device must be"), ("seeds", 0, "seeds must be"),
+     ("d_model", 30, "divisible"), ("agent_seconds", 0.0, "agent_seconds must be positive")],
+)  # fmt: skip
+def test_bad_settings_are_refused(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ItcMinatarConfig(**{field: value})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ItcMinatarConfig"):
+        itc_minatar_task({"game": "breakout"})  # type: ignore[arg-type]
+
+
+def test_a_capped_first_agent_sets_the_update_budget_of_its_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, int, int, float | None]] = []
+
+    def fake_agent(logits_fn, data, itc, config, name, seed, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append((name, seed, config.updates, kwargs["max_seconds"]))
+        return float(seed), 3 + seed if name == "itc" else config.updates  # ITC cut by its cap
+
+    monkeypatch.setattr(itc_minatar_module, "train_agent", fake_agent)
+    monkeypatch.setattr(itc_minatar_module, "random_return", lambda data, seed, **kwargs: -1.0)
+    data = SimpleNamespace(game="breakout")
+    out = itc_minatar_module.train_agents(None, data, official_itc(), ImaginationConfig(updates=10), seeds=2,
+                                   agent_seconds=5.0, verbose=False)  # fmt: skip
+    assert calls == [(n, s, 10 if n == "itc" else 3 + s, 5.0 if n == "itc" else None)
+                     for s in (0, 1) for n in ("itc", "sample", "argmax")]  # fmt: skip
+    assert out["updates"] == {"itc": [3, 4], "sample": [3, 4], "argmax": [3, 4]}
+    assert out["budgets_equal"] is False
+    assert out["random"] == [-1.0, -1.0]

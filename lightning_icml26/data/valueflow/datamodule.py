@@ -69,6 +69,9 @@ def collate_value_texts(rows: list[dict[str, Any]]) -> dict[str, Any]:
 class ValueTextDataModule(LightningDataModule):
     """Generated value texts (:func:`make_value_texts`): hierarchical training batches, held-out validation.
 
+    The test split is held-out texts drawn with seed ``seed + 1000`` (``heldout_per_label`` per label): other
+    subjects than the validation texts, never seen by a choice.
+
     The training batch sampler partitions anchors across ranks itself (from the Trainer's world size and
     rank): with several devices, build the Trainer with ``use_distributed_sampler=False`` (Lightning cannot
     inject its own sampler into a custom batch sampler and says so).
@@ -109,11 +112,13 @@ class ValueTextDataModule(LightningDataModule):
         self.seed = seed
         self.train_corpus: ValueTextCorpus | None = None
         self.heldout_corpus: ValueTextCorpus | None = None
+        self.test_corpus: ValueTextCorpus | None = None
 
     def setup(self, stage: str | None = None) -> None:
         """Generate both corpora (cheap, deterministic)."""
         self.train_corpus = make_value_texts(self.per_label, self.seed, "train", self.theories)
         self.heldout_corpus = make_value_texts(self.heldout_per_label, self.seed, "heldout", self.theories)
+        self.test_corpus = make_value_texts(self.heldout_per_label, self.seed + 1000, "heldout", self.theories)
 
     def _replicas(self) -> tuple[int, int]:
         trainer = self._trainer if hasattr(self, "_trainer") else None
@@ -156,3 +161,10 @@ class ValueTextDataModule(LightningDataModule):
         return DataLoader(
             ValueTextDataset(self.heldout_corpus), batch_size=max(self.batch_size, 2), collate_fn=collate_value_texts
         )
+
+    def test_dataloader(self) -> DataLoader:
+        """Test texts (held-out templates, seed ``seed + 1000``) in order, 128 per batch."""
+        if self.test_corpus is None:
+            self.setup("test")
+        assert self.test_corpus is not None
+        return DataLoader(ValueTextDataset(self.test_corpus), batch_size=128, collate_fn=collate_value_texts)

@@ -75,7 +75,11 @@ from lightning_icml26.metrics.functional.recourse import (
 )
 from lightning_icml26.metrics.functional.sparsity import compression_ratio, select_weights, sparsity, support_f1
 from lightning_icml26.metrics.functional.spectrum_gap import feature_spectrum_gap
-from lightning_icml26.metrics.functional.valueflow import anchor_pl_intensity
+from lightning_icml26.metrics.functional.valueflow import (
+    anchor_pl_intensity,
+    hierarchical_retrieval,
+    label_tree_agreement,
+)
 
 __all__ = [
     "kv_budget",
@@ -93,6 +97,8 @@ __all__ = [
     "pass_at_k",
     "pass_at_k_per_problem",
     "anchor_pl_intensity",
+    "hierarchical_retrieval",
+    "label_tree_agreement",
     "collision_rate",
     "stability_violation_rate",
     "stable_regret",

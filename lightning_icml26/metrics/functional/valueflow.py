@@ -1,14 +1,19 @@
-"""Functional twin of :class:`~lightning_icml26.metrics.AnchorPLIntensity` (anchor-based intensity)."""
+"""VALUEFLOW figures: anchor-based intensity and the retrieval of hierarchical value embeddings.
+
+:func:`anchor_pl_intensity` is the functional twin of :class:`~lightning_icml26.metrics.AnchorPLIntensity`;
+:func:`hierarchical_retrieval` scores embeddings against a label tree.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.stats import spearmanr
 from torch import Tensor
 
 from lightning_icml26.algorithms.valueflow_intensity import check_rankings, estimate_intensity
 
-__all__ = ["anchor_pl_intensity", "scatter_windows"]
+__all__ = ["anchor_pl_intensity", "hierarchical_retrieval", "label_tree_agreement", "scatter_windows"]
 
 
 def scatter_windows(
@@ -112,3 +117,96 @@ def anchor_pl_intensity(
     state_f = torch.zeros(num_responses, num_windows, dtype=torch.long)
     scatter_windows(state_r, state_a, state_f, response_ids, window_ids, rankings, anchor_intensities.double())
     return _estimate(state_r, state_a, state_f, l2, utility_scale, guard_margin)
+
+
+def label_tree_agreement(sim: np.ndarray, levels: np.ndarray, directions: np.ndarray) -> dict[str, float]:
+    """The two embedding figures as VALUEFLOW's evaluation code defines them (label levels + direction).
+
+    ``rank_pairwise``: for every query, the other texts fall into five bins by how far up the tree they part
+    from it (0 same leaf and direction, 1 same leaf and the other direction, 2 same L2 and another L3, 3 same L1
+    and another L2, 4 another L1); the share of cross-bin pairs whose similarity to the query is ordered like
+    their bins (all pairs here; the authors draw one text per bin). ``pearson_labels``: Pearson correlation of
+    the similarity with (the number of level labels that agree, position by position) + 0.5 x same direction.
+
+    Args:
+        sim: ``(N, N)`` similarities.
+        levels: ``(N, 3)`` label ids per level.
+        directions: ``(N,)`` direction ids.
+
+    Example:
+        >>> lv, dv = np.array([[0, 0, 0], [0, 0, 0], [1, 1, 1]]), np.array([0, 0, 0])
+        >>> sim = np.array([[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]])
+        >>> label_tree_agreement(sim, lv, dv)["rank_pairwise"]
+        1.0
+    """
+    n = len(sim)
+    eq = levels[:, None, :] == levels[None, :, :]
+    same_dir = directions[:, None] == directions[None, :]
+    bins = np.full((n, n), 4)
+    bins[eq[..., 0]] = 3
+    bins[eq[..., 0] & eq[..., 1]] = 2
+    bins[eq.all(-1)] = 1
+    bins[eq.all(-1) & same_dir] = 0
+    correct = total = 0
+    for a in range(n):
+        keep = np.arange(n) != a
+        s_a, b_a = sim[a, keep], bins[a, keep]
+        groups = [np.sort(s_a[b_a == b]) for b in range(5)]
+        for p in range(5):
+            for q in range(p + 1, 5):
+                if len(groups[p]) and len(groups[q]):  # pairs (x in bin p, y in bin q) with x > y
+                    correct += int(np.searchsorted(groups[q], groups[p], side="left").sum())
+                    total += len(groups[p]) * len(groups[q])
+    label_sim = eq.sum(-1) + 0.5 * same_dir
+    upper = np.triu_indices(n, 1)
+    return {
+        "rank_pairwise": correct / total if total else float("nan"),
+        "pearson_labels": float(np.corrcoef(sim[upper], label_sim[upper])[0, 1]),
+    }
+
+
+def hierarchical_retrieval(z: Tensor, levels: Tensor, directions: Tensor) -> dict[str, float]:
+    """Retrieval figures of normalised embeddings against a label tree (levels, then direction).
+
+    ``map_l<l>``: mean average precision of cosine retrieval where the relevant texts share the label prefix up
+    to level ``l`` and the direction (also split by the query's direction, ``map_l<l>_supports`` /
+    ``_opposes``); ``map_mean`` over levels; ``spearman_tree``: Spearman correlation of cosine with the tree
+    similarity (depth of the shared prefix of (L1, ..., direction)); and :func:`label_tree_agreement`.
+
+    Args:
+        z: ``(N, D)`` L2-normalised embeddings.
+        levels: ``(N, L)`` label ids per level.
+        directions: ``(N,)`` direction ids (0 supports, 1 opposes).
+
+    Example:
+        >>> z = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]]), dim=1)
+        >>> out = hierarchical_retrieval(z, torch.tensor([[0, 0, 0], [0, 0, 0], [1, 1, 1], [1, 1, 1]]),
+        ...                              torch.zeros(4, dtype=torch.long))
+        >>> out["map_l1"], out["map_l3"]
+        (1.0, 1.0)
+    """
+    sim = (z @ z.T).detach().cpu().numpy()
+    lv, dv = levels.cpu().numpy(), directions.cpu().numpy()
+    n, depth_levels = len(sim), lv.shape[1]
+    out: dict[str, float] = {}
+    same_dir = dv[:, None] == dv[None, :]
+    depth = np.zeros((n, n))
+    for level in range(depth_levels):
+        depth += np.all(lv[:, None, : level + 1] == lv[None, :, : level + 1], axis=-1)
+    for level in range(depth_levels):
+        relevant = (depth >= level + 1) & same_dir
+        aps = np.full(n, np.nan)
+        for i in range(n):
+            order = np.argsort(-np.delete(sim[i], i), kind="stable")
+            rel = np.delete(relevant[i], i)[order]
+            if rel.any():
+                aps[i] = (np.cumsum(rel)[rel] / (np.flatnonzero(rel) + 1)).mean()
+        out[f"map_l{level + 1}"] = float(np.nanmean(aps))
+        for d, name in ((0, "supports"), (1, "opposes")):
+            out[f"map_l{level + 1}_{name}"] = float(np.nanmean(aps[dv == d])) if (dv == d).any() else float("nan")
+    out["map_mean"] = float(np.mean([out[f"map_l{i + 1}"] for i in range(depth_levels)]))
+    tree = depth + (same_dir & (depth == depth_levels))  # direction is the label's last level
+    upper = np.triu_indices(n, 1)
+    out["spearman_tree"] = float(spearmanr(sim[upper], tree[upper]).statistic)
+    out.update(label_tree_agreement(sim, lv, dv))
+    return out
