@@ -24,6 +24,7 @@ from lightning_icml26.ops.attention.kv_memory.kinds import KV_ATTENTION_KINDS, b
 __all__ = ["ARMDecoder", "DecodeState"]
 
 OptimizerFactory = Callable[[Iterable[Any]], torch.optim.Optimizer]
+SchedulerFactory = Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler]
 
 
 @dataclass
@@ -78,6 +79,8 @@ class ARMDecoder(pl.LightningModule):
         attention_kwargs: extra arguments of the attention module (e.g. ARM's ``num_clusters``).
         mlp_ratio: MLP width multiple.
         optimizer: factory taking the parameters (Hydra ``_partial_: true``); default ``AdamW(lr=1e-3)``.
+        lr_scheduler: optional factory taking the optimizer, stepped after every optimizer step (e.g. a linear
+            warm-up, ``partial(torch.optim.lr_scheduler.LinearLR, start_factor=0.02, total_iters=49)``).
         aux_weight: weight of the attention modules' auxiliary losses (ARM's read cost and load balance).
         ignore_index: label value that is not scored.
         seed: seed of the Gumbel noise generator (saved in checkpoints, so a resumed run draws the same noise).
@@ -106,6 +109,7 @@ class ARMDecoder(pl.LightningModule):
         attention_kwargs: dict[str, Any] | None = None,
         mlp_ratio: int = 4,
         optimizer: OptimizerFactory | None = None,
+        lr_scheduler: SchedulerFactory | None = None,
         aux_weight: float = 1.0,
         ignore_index: int = -100,
         seed: int = 0,
@@ -116,7 +120,7 @@ class ARMDecoder(pl.LightningModule):
             raise ValueError(f"attention must be one of {KV_ATTENTION_KINDS}, got {attention!r}")
         if d_model % num_heads:
             raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
-        self.save_hyperparameters(ignore=["optimizer"])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
         kwargs = dict(attention_kwargs or {})
         self.embed = nn.Embedding(vocab_size, d_model)
         if not isinstance(token_shift, bool):
@@ -132,7 +136,7 @@ class ARMDecoder(pl.LightningModule):
             for i in range(num_layers)
         )
         self.norm, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab_size)
-        self.optimizer_factory = optimizer
+        self.optimizer_factory, self.scheduler_factory = optimizer, lr_scheduler
         self.aux_weight, self.ignore_index = float(aux_weight), ignore_index
         self.gumbel = torch.Generator().manual_seed(seed)
         for layer in self.arm_layers():
@@ -207,11 +211,16 @@ class ARMDecoder(pl.LightningModule):
         """Logs ``test_loss`` and ``test_acc``."""
         self._loss(batch, "test")
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        """The optimizer built by the factory (``AdamW(lr=1e-3)`` by default)."""
+    def configure_optimizers(self) -> Any:
+        """The optimizer built by the factory (``AdamW(lr=1e-3)`` by default) and the per-step scheduler, if any."""
         if self.optimizer_factory is None:
-            return torch.optim.AdamW(self.parameters(), lr=1e-3)
-        return self.optimizer_factory(self.parameters())
+            optimizer: torch.optim.Optimizer = torch.optim.AdamW(self.parameters(), lr=1e-3)
+        else:
+            optimizer = self.optimizer_factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        scheduler = {"scheduler": self.scheduler_factory(optimizer), "interval": "step"}
+        return {"optimizer": optimizer, "lr_scheduler": scheduler}
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Store the Gumbel generator's state."""

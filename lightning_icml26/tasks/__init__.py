@@ -4,6 +4,8 @@ Each runner takes one settings object, a frozen dataclass derived from :class:`T
 runs it; a recipe's ``task`` node builds that object.
 
 * :func:`complementarity_grid_task` (``benchmarks/complementarity.py``): robust human-AI pooling over a grid.
+* :func:`arm_kv_budget_task` (``arm_kv_budget``): one attention kind of the ARM comparison, trained, then decoded
+  at a KV budget.
 * :func:`fair_frontier_task` (``fair_compas``): fairness frontiers on a tabular data set.
 * :func:`run_online` (``r4_pendulum``, ``r4_halfcheetah``): R4's online policy learning with a learned reward,
   with :func:`reward_function` and :func:`fit_reward_model`. They live in :mod:`lightning_icml26.tasks.r4_online`,
@@ -28,6 +30,7 @@ from typing import Any
 
 from lightning_icml26._optional import require
 from lightning_icml26.tasks._config import TaskConfig
+from lightning_icml26.tasks.arm_kv_budget import ARMKVBudgetConfig, arm_kv_budget_task
 from lightning_icml26.tasks.asr_icl import AsrIclConfig, asr_icl_task
 from lightning_icml26.tasks.complementarity_grid import ComplementarityGridConfig, complementarity_grid_task
 from lightning_icml26.tasks.fair_frontier import (
@@ -63,6 +66,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "ARMKVBudgetConfig",
     "AsrIclConfig",
     "ComplementarityGridConfig",
     "FairClassifierSettings",
@@ -79,6 +83,7 @@ __all__ = [
     "PgsMutantsConfig",
     "TaskConfig",
     "ValueflowIntensityConfig",
+    "arm_kv_budget_task",
     "asr_icl_task",
     "complementarity_grid_task",
     "fair_frontier_task",
