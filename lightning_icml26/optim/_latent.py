@@ -16,7 +16,14 @@ from torch.optim import Optimizer
 
 from lightning_icml26._checks import check_real as _check_number  # optim/ imports it from here
 
-__all__ = ["Closure", "foreach_abs_power", "foreach_signed_power", "latent_dtype", "signed_power"]
+__all__ = [
+    "Closure",
+    "foreach_abs_power",
+    "foreach_signed_power",
+    "foreach_write_signed_power",
+    "latent_dtype",
+    "signed_power",
+]
 
 
 Closure = Callable[[], Any]
@@ -46,20 +53,25 @@ def _integer(exponent: float) -> int | None:
 
 
 def _foreach_int_power(base: list[torch.Tensor], n: int) -> list[torch.Tensor]:
-    """``b ** n`` for every ``b`` of ``base`` (new tensors), by binary exponentiation with foreach multiplies.
+    """``b ** n`` for every ``b`` of ``base``, by binary exponentiation with foreach multiplies.
 
     Multiplies are correctly rounded elementwise, so the result is bit-for-bit the same for one tensor or a list,
     whichever kernel runs them; a chain of ``log2(n)`` multiplies costs a fraction of ``pow`` with a float exponent.
+    ``base`` must be tensors of the caller's own (new ones): they are squared in place where nothing else holds
+    them, so a power of two costs no allocation beyond ``base``.
     """
     result: list[torch.Tensor] | None = None
-    power = base  # callers pass tensors of their own: the first factor is returned as is, never written in place
+    power = base
     while True:
         if n & 1:
             result = power if result is None else list(torch._foreach_mul(result, power))
         n >>= 1
         if not n:
             break
-        power = list(torch._foreach_mul(power, power))
+        if result is power:  # the result holds this factor: square into new tensors
+            power = list(torch._foreach_mul(power, power))
+        else:
+            torch._foreach_mul_(power, power)
     assert result is not None
     return result
 
@@ -99,6 +111,26 @@ def foreach_signed_power(ts: list[torch.Tensor], exponent: float) -> list[torch.
     if n == 1:
         return [t.clone() for t in ts]
     return list(torch._foreach_mul(foreach_abs_power(ts, n - 1), ts))
+
+
+def foreach_write_signed_power(outs: list[torch.Tensor], ts: list[torch.Tensor], exponent: float) -> None:
+    """Write ``sign(t) * |t| ** exponent`` into each of ``outs`` (same shapes and dtypes as ``ts``).
+
+    The same values as :func:`foreach_signed_power`, bit for bit; a whole exponent's last multiply writes straight
+    into ``outs`` (no temporary and no copy), which is how the optimizers refresh ``x = sign(y)|y|^K``.
+
+    Example:
+        >>> out = [torch.empty(3)]
+        >>> foreach_write_signed_power(out, [torch.tensor([-2.0, 0.0, 1.5])], 3.0)
+        >>> out
+        [tensor([-8.0000,  0.0000,  3.3750])]
+    """
+    n = _integer(exponent)
+    if n is None or n == 1:
+        torch._foreach_copy_(outs, foreach_signed_power(ts, exponent))
+        return
+    for out, scale, t in zip(outs, foreach_abs_power(ts, n - 1), ts, strict=True):
+        torch.mul(scale, t, out=out)
 
 
 def _check_power(K: Any, M: Any, eps: Any) -> None:
