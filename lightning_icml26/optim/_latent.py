@@ -113,11 +113,15 @@ def foreach_signed_power(ts: list[torch.Tensor], exponent: float) -> list[torch.
     return list(torch._foreach_mul(foreach_abs_power(ts, n - 1), ts))
 
 
-def foreach_write_signed_power(outs: list[torch.Tensor], ts: list[torch.Tensor], exponent: float) -> None:
+def foreach_write_signed_power(
+    outs: list[torch.Tensor], ts: list[torch.Tensor], exponent: float, scratch: list[torch.Tensor] | None = None
+) -> None:
     """Write ``sign(t) * |t| ** exponent`` into each of ``outs`` (same shapes and dtypes as ``ts``).
 
     The same values as :func:`foreach_signed_power`, bit for bit; a whole exponent's last multiply writes straight
-    into ``outs`` (no temporary and no copy), which is how the optimizers refresh ``x = sign(y)|y|^K``.
+    into ``outs`` (no temporary and no copy), which is how the optimizers refresh ``x = sign(y)|y|^K``. With
+    ``scratch`` (tensors like ``ts``, overwritten) and ``exponent - 1`` a power of two (``K = 3, 5, 9, 17``) the
+    squarings run in place in it: no new memory at all.
 
     Example:
         >>> out = [torch.empty(3)]
@@ -129,7 +133,17 @@ def foreach_write_signed_power(outs: list[torch.Tensor], ts: list[torch.Tensor],
     if n is None or n == 1:
         torch._foreach_copy_(outs, foreach_signed_power(ts, exponent))
         return
-    for out, scale, t in zip(outs, foreach_abs_power(ts, n - 1), ts, strict=True):
+    m = n - 1
+    if scratch is not None and m >= 2 and m & (m - 1) == 0:
+        for buf, t in zip(scratch, ts, strict=True):
+            torch.mul(t, t, out=buf)
+        while m > 2:  # |t|^(2^j) squared in place, as _foreach_int_power squares
+            torch._foreach_mul_(scratch, scratch)
+            m //= 2
+        powers = scratch
+    else:
+        powers = foreach_abs_power(ts, m)
+    for out, scale, t in zip(outs, powers, ts, strict=True):
         torch.mul(scale, t, out=out)
 
 
@@ -172,6 +186,14 @@ class _LatentStateOptimizer(Optimizer):
     _latent_keys: tuple[str, ...] = ()
     _moment_keys: tuple[str, ...] = ()
 
+    @property
+    def _scratch(self) -> dict[torch.Tensor, torch.Tensor]:
+        """Work tensors reused across steps (:func:`scratch_like`), by latent tensor; not part of the state."""
+        cache = self.__dict__.get("_scratch_cache")
+        if cache is None:
+            cache = self.__dict__["_scratch_cache"] = {}
+        return cache
+
     def _evaluate_closure(self, closure: Closure | None) -> Any:
         if closure is None:
             return None
@@ -195,6 +217,7 @@ class _LatentStateOptimizer(Optimizer):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load the state; latent tensors keep their (float32 or wider) dtype instead of the parameter's."""
         super().load_state_dict(state_dict)
+        self._scratch.clear()  # the latents are replaced: their work tensors go with them
         params = [p for group in self.param_groups for p in group["params"]]
         saved_ids = [i for group in state_dict["param_groups"] for i in group["params"]]
         for p, pid in zip(params, saved_ids, strict=True):
@@ -225,11 +248,36 @@ def _adaptive_scale(y: torch.Tensor, K: float, M: float, eps: float) -> torch.Te
     return _foreach_adaptive_scale([y], K, M, eps)[0]
 
 
-def _foreach_adaptive_scale(ys: list[torch.Tensor], K: float, M: float, eps: float) -> list[torch.Tensor]:
-    """ReWA's per-coordinate scale ``|y|^M`` (times ``u / (u + eps)``, ``u = K |y|^(K-1)``, when ``eps > 0``)."""
+def _foreach_adaptive_scale(
+    ys: list[torch.Tensor], K: float, M: float, eps: float, scratch: list[torch.Tensor] | None = None
+) -> list[torch.Tensor]:
+    """ReWA's per-coordinate scale ``|y|^M`` (times ``u / (u + eps)``, ``u = K |y|^(K-1)``, when ``eps > 0``).
+
+    With ``scratch`` (tensors like ``ys``) and ``M = 2, eps = 0`` (the paper's setting) the scale is written into
+    it (the same values: ``y * y``) instead of new memory.
+    """
+    if scratch is not None and M == 2 and eps == 0:
+        for buf, y in zip(scratch, ys, strict=True):
+            torch.mul(y, y, out=buf)
+        return scratch
     scale = foreach_abs_power(ys, M)
     if eps > 0:
         u = foreach_abs_power(ys, K - 1)
         torch._foreach_mul_(u, float(K))
         scale = list(torch._foreach_div(torch._foreach_mul(scale, u), torch._foreach_add(u, float(eps))))
     return scale
+
+
+def scratch_like(cache: dict[torch.Tensor, torch.Tensor], ts: list[torch.Tensor]) -> list[torch.Tensor]:
+    """One reusable work tensor per tensor of ``ts`` (same shape, dtype, device), kept in ``cache`` by tensor.
+
+    Fresh memory for every temporary costs page faults on each step; the optimizers reuse these instead.
+    """
+    out = []
+    for t in ts:
+        buf = cache.get(t)
+        if buf is None or buf.shape != t.shape or buf.dtype != t.dtype or buf.device != t.device:
+            buf = torch.empty_like(t, memory_format=torch.contiguous_format)
+            cache[t] = buf
+        out.append(buf)
+    return out

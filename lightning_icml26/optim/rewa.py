@@ -58,6 +58,7 @@ from lightning_icml26.optim._latent import (
     _sgd_direction,
     foreach_write_signed_power,
     latent_dtype,
+    scratch_like,
     signed_power,
 )
 
@@ -220,7 +221,8 @@ class ReWASGD(_ReWABase):
         grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
         if group["reparameterize"]:
             ys = [self._latent(p, group) for p in params]
-            d = _foreach_adaptive_scale(ys, group["K"], group["M"], group["eps"])
+            scratch = scratch_like(self._scratch, ys)
+            d = _foreach_adaptive_scale(ys, group["K"], group["M"], group["eps"], scratch)
             torch._foreach_mul_(d, grads)
         else:
             ys, d = [p.detach() for p in params], list(grads)  # the fused kernel leaves the gradients as they are
@@ -250,7 +252,7 @@ class ReWASGD(_ReWABase):
                 is_first_step=first,
             )
         if group["reparameterize"]:
-            foreach_write_signed_power(params, ys, group["K"])
+            foreach_write_signed_power(params, ys, group["K"], scratch)
             for p in params:
                 self._record_version(p, self.state[p])
 
@@ -374,7 +376,8 @@ class ReWAAdamW(_ReWABase):
         grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
         if group["reparameterize"]:
             zs = [self._latent(p, group) for p in params]
-            g = _foreach_adaptive_scale(zs, group["K"], group["M"], group["eps"])
+            scratch = scratch_like(self._scratch, zs)
+            g = _foreach_adaptive_scale(zs, group["K"], group["M"], group["eps"], scratch)
             torch._foreach_mul_(g, grads)
         else:
             zs = [p.detach() for p in params]  # float32 or wider: the parameter is its own latent
@@ -399,7 +402,7 @@ class ReWAAdamW(_ReWABase):
             maximize=False,
         )
         if group["reparameterize"]:
-            foreach_write_signed_power(params, zs, group["K"])
+            foreach_write_signed_power(params, zs, group["K"], scratch)
             for p in params:
                 self._record_version(p, self.state[p])
 
