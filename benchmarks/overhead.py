@@ -47,7 +47,8 @@ SOFT_RANK_SIZES = (8, 16, 32, 64, 128, 256, 1024)
 SOFT_RANK_BATCHED = ((256, 100), (1024, 128))
 ARM_CONTEXTS = (512, 4096)
 CALLBACKS = ("GeoReg", "MagnitudePrune", "FailOnNonFiniteLoss", "SparsityMonitor")
-SGD_ARGS, ADAMW_ARGS = {"lr": 1e-2, "momentum": 0.9, "weight_decay": 1e-4}, {"lr": 1e-3, "weight_decay": 1e-2}
+SGD_ARGS: dict[str, Any] = {"lr": 1e-2, "momentum": 0.9, "weight_decay": 1e-4}
+ADAMW_ARGS: dict[str, Any] = {"lr": 1e-3, "weight_decay": 1e-2}
 OPTIMIZERS: tuple[tuple[str, Callable[[nn.Module], Any], Callable[[nn.Module], Any]], ...] = (
     ("ReWASGD", lambda m: ReWASGD(m.parameters(), **SGD_ARGS), lambda m: SGD(m.parameters(), **SGD_ARGS, foreach=True)),
     (
@@ -62,7 +63,7 @@ OPTIMIZERS: tuple[tuple[str, Callable[[nn.Module], Any], Callable[[nn.Module], A
     ),
 )
 GROUPS = ("optimizer", "callback", "metric", "soft_rank", "arm", "import")
-CPU = {"limit_val_batches": 0, "num_sanity_val_steps": 0, "accelerator": "cpu", "devices": 1}
+CPU: dict[str, Any] = {"limit_val_batches": 0, "num_sanity_val_steps": 0, "accelerator": "cpu", "devices": 1}
 IMPORTS = (("lightning_icml26.metrics", "torchmetrics"), ("lightning_icml26.callbacks", "lightning.pytorch"))
 
 
@@ -116,7 +117,7 @@ def _callback(name: str) -> Any:
 def _fit(callback: Any, steps: int, loader: Any, seed: int) -> None:
     seed_everything(seed, verbose=False)
     module = ClassifierModule(_mlp(), num_classes=10)
-    quiet = {
+    quiet: dict[str, Any] = {
         "logger": False,
         "enable_checkpointing": False,
         "enable_progress_bar": False,
