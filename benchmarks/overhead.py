@@ -1,20 +1,11 @@
 """What each piece a user adds costs against its plain alternative: optimizers, callbacks, metrics, ops, imports.
 
-Every row runs the project's piece and its plain alternative side by side in one process, in interleaved
-rounds (``ours, plain`` then ``plain, ours``), timed with the process CPU clock on one thread; the figure is the
-median over rounds of the per-round ratio ``ours / plain`` (robust to a machine shared with other jobs, since
-both sides of a round see the same load). Rows:
-
-* optimizers, per step (gradients fixed, the step alone): ``ReWASGD`` against ``torch.optim.SGD(foreach=True)``
-  and ``ReWAAdamW`` against ``torch.optim.AdamW(foreach=True)``, on an MLP 784-300-100-10 and on a transformer
-  block of width 256 (``torch.nn.TransformerEncoderLayer``); ``ReWASGD`` on ``rewa_param_groups`` too;
-* callbacks, per 100 ``Trainer`` steps of a ``ClassifierModule`` on the MLP: each callback against no callback;
-* metrics, per update: the fairness metrics (update and compute) against fairlearn's functions on the same batch;
-* ops, per call: ``soft_rank`` against ``torch.sort`` for one row of n = 8..1024 and for batched rows; ARM decode
-  per token against SDPA over a preallocated KV cache at 512 and 4,096 tokens of context (ARM at a KV budget of
-  1/8 of the context, as in ``arm_kv_budget.py``);
-* import cost: ``import lightning_icml26.metrics`` / ``.callbacks`` against ``import torchmetrics`` /
-  ``import lightning.pytorch``, each in a fresh interpreter (CPU time of the child process).
+Each row times our piece and its plain alternative side by side, in interleaved rounds on one thread with the
+process CPU clock (``lightning_icml26.optim.interleaved_cost``: the median of per-round ratios, which tolerates a
+shared machine). Optimizers per step (``step_cost``, gradients fixed): ReWA against torch's foreach SGD/AdamW on an
+MLP 784-300-100-10 and a transformer block (d 256). Callbacks per 100 ``Trainer`` steps of a ``ClassifierModule``.
+Fairness metrics per update against fairlearn. ``soft_rank`` against ``torch.sort``; ARM decode per token against
+SDPA over a preallocated KV cache (ARM at a KV budget of 1/8 of the context). Imports in a fresh interpreter.
 
     python -m benchmarks.overhead --quick
     python -m benchmarks.overhead --json benchmarks/results/overhead.json
@@ -32,77 +23,52 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from lightning.pytorch import Trainer, seed_everything
 from torch import nn
+from torch.optim import SGD, AdamW
+from torch.utils.data import DataLoader, TensorDataset
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, write_json
+from lightning_icml26 import callbacks
+from lightning_icml26.modules import ClassifierModule
 from lightning_icml26.ops import soft_rank
-from lightning_icml26.optim import ReWAAdamW, ReWASGD, rewa_param_groups
+from lightning_icml26.ops.attention import ARMAttention, ARMCache
+from lightning_icml26.optim import ReWAAdamW, ReWASGD, interleaved_cost, rewa_param_groups, step_cost
 
-__all__ = ["build_targets", "interleaved", "main"]
+__all__ = ["build_targets", "main"]
 
 SOFT_RANK_SIZES = (8, 16, 32, 64, 128, 256, 1024)
 SOFT_RANK_BATCHED = ((256, 100), (1024, 128))
 ARM_CONTEXTS = (512, 4096)
 CALLBACKS = ("GeoReg", "MagnitudePrune", "FailOnNonFiniteLoss", "SparsityMonitor")
+SGD_ARGS: dict[str, Any] = {"lr": 1e-2, "momentum": 0.9, "weight_decay": 1e-4}
+ADAMW_ARGS: dict[str, Any] = {"lr": 1e-3, "weight_decay": 1e-2}
+OPTIMIZERS: tuple[tuple[str, Callable[[nn.Module], Any], Callable[[nn.Module], Any]], ...] = (
+    ("ReWASGD", lambda m: ReWASGD(m.parameters(), **SGD_ARGS), lambda m: SGD(m.parameters(), **SGD_ARGS, foreach=True)),
+    (
+        "ReWASGD(rewa_param_groups)",
+        lambda m: ReWASGD(rewa_param_groups(m), **SGD_ARGS),
+        lambda m: SGD(m.parameters(), **SGD_ARGS, foreach=True),
+    ),
+    (
+        "ReWAAdamW",
+        lambda m: ReWAAdamW(m.parameters(), **ADAMW_ARGS),
+        lambda m: AdamW(m.parameters(), **ADAMW_ARGS, foreach=True),
+    ),
+)
+GROUPS = ("optimizer", "callback", "metric", "soft_rank", "arm", "import")
+CPU: dict[str, Any] = {"limit_val_batches": 0, "num_sanity_val_steps": 0, "accelerator": "cpu", "devices": 1}
 IMPORTS = (("lightning_icml26.metrics", "torchmetrics"), ("lightning_icml26.callbacks", "lightning.pytorch"))
 
 
-def interleaved(ours: Callable[[], Any], plain: Callable[[], Any], rounds: int, min_seconds: float) -> dict[str, float]:
-    """Time ``ours`` and ``plain`` in interleaved rounds; the median per-round ratio and the median times.
-
-    Each round calls both sides (the order alternates) enough times to take at least ``min_seconds`` of process
-    CPU time (the count is fixed after a calibration call of each side), so a round's ratio compares the two
-    under the same machine load.
-
-    Args:
-        ours: the project's piece, one call.
-        plain: the plain alternative, one call.
-        rounds: rounds, at least 1.
-        min_seconds: CPU seconds per side and round, > 0.
-
-    Returns:
-        ``{"ours_us", "plain_us", "ratio"}``: median microseconds per call and the median of per-round ratios.
-
-    Example:
-        >>> out = interleaved(lambda: sum(range(200)), lambda: sum(range(100)), rounds=3, min_seconds=0.001)
-        >>> sorted(out), out["ratio"] > 0
-        (['ours_us', 'plain_us', 'ratio'], True)
-    """
-    if rounds < 1 or not min_seconds > 0:
-        raise ValueError(f"rounds must be >= 1 and min_seconds > 0, got rounds={rounds}, min_seconds={min_seconds}")
-    counts = []
-    for fn in (ours, plain):
-        fn()  # warm-up (lazy state, caches)
-        start = time.process_time()
-        fn()
-        once = max(time.process_time() - start, 1e-6)
-        counts.append(max(1, math.ceil(min_seconds / once)))
-    times: tuple[list[float], list[float]] = ([], [])
-    ratios = []
-    for r in range(rounds):
-        order = (0, 1) if r % 2 == 0 else (1, 0)
-        for side in order:
-            fn, n = (ours, plain)[side], counts[side]
-            start = time.process_time()
-            for _ in range(n):
-                fn()
-            times[side].append((time.process_time() - start) / n)
-        ratios.append(times[0][-1] / max(times[1][-1], 1e-12))
-    return {
-        "ours_us": 1e6 * statistics.median(times[0]),
-        "plain_us": 1e6 * statistics.median(times[1]),
-        "ratio": statistics.median(ratios),
-    }
-
-
-# ----------------------------------------------------------------------------------------------- optimizers
+def _row(group: str, piece: str, against: str, size: str, timing: dict[str, float]) -> dict[str, Any]:
+    return {"group": group, "piece": piece, "against": against, "size": size, **timing}
 
 
 def _mlp() -> nn.Module:
@@ -126,41 +92,17 @@ def optimizer_rows(rounds: int, min_seconds: float, seed: int) -> list[dict[str,
     for model_name, build in (("mlp_784_300_100_10", _mlp), ("transformer_d256", _transformer)):
         torch.manual_seed(seed)
         base = build()
-        cases: list[tuple[str, Callable[[nn.Module], torch.optim.Optimizer], Callable[[nn.Module], Any]]] = [
-            (
-                "ReWASGD",
-                lambda m: ReWASGD(m.parameters(), lr=1e-2, momentum=0.9, weight_decay=1e-4),
-                lambda m: torch.optim.SGD(m.parameters(), lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=True),
-            ),
-            (
-                "ReWASGD(rewa_param_groups)",
-                lambda m: ReWASGD(rewa_param_groups(m), lr=1e-2, momentum=0.9, weight_decay=1e-4),
-                lambda m: torch.optim.SGD(m.parameters(), lr=1e-2, momentum=0.9, weight_decay=1e-4, foreach=True),
-            ),
-            (
-                "ReWAAdamW",
-                lambda m: ReWAAdamW(m.parameters(), lr=1e-3, weight_decay=1e-2),
-                lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=1e-2, foreach=True),
-            ),
-        ]
-        for name, ours_opt, plain_opt in cases:
+        for name, ours_opt, plain_opt in OPTIMIZERS:
             # deepcopy does not copy .grad: each copy gets the same fixed gradients
             ours = ours_opt(_with_grads(copy.deepcopy(base), seed))
             plain = plain_opt(_with_grads(copy.deepcopy(base), seed))
-            timing = interleaved(ours.step, plain.step, rounds, min_seconds)
+            timing = step_cost(ours, plain, rounds, min_seconds)
             baseline = "SGD(foreach)" if "SGD" in name else "AdamW(foreach)"
-            rows.append(
-                {"group": "optimizer", "piece": f"{name} step", "against": baseline, "size": model_name, **timing}
-            )
+            rows.append(_row("optimizer", f"{name} step", baseline, model_name, timing))
     return rows
 
 
-# ------------------------------------------------------------------------------------------------ callbacks
-
-
 def _callback(name: str) -> Any:
-    from lightning_icml26 import callbacks
-
     if name == "GeoReg":
         return callbacks.GeoReg(feature_layer="net.3", weight=0.1, target=1)
     if name == "MagnitudePrune":  # pruned at the first epoch, then the fixed mask on every step
@@ -173,34 +115,22 @@ def _callback(name: str) -> Any:
 
 
 def _fit(callback: Any, steps: int, loader: Any, seed: int) -> None:
-    from lightning.pytorch import Trainer, seed_everything
-
-    from lightning_icml26.modules import ClassifierModule
-
     seed_everything(seed, verbose=False)
     module = ClassifierModule(_mlp(), num_classes=10)
-    trainer = Trainer(
-        default_root_dir=tempfile.mkdtemp(prefix="overhead_"),  # MagnitudePrune writes its JSON there
-        max_steps=steps,
-        max_epochs=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        limit_val_batches=0,
-        num_sanity_val_steps=0,
-        accelerator="cpu",
-        devices=1,
-        callbacks=[] if callback is None else [callback],
-    )
+    quiet: dict[str, Any] = {
+        "logger": False,
+        "enable_checkpointing": False,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+    }
+    root = tempfile.mkdtemp(prefix="overhead_")  # MagnitudePrune writes its JSON there
+    callbacks = [] if callback is None else [callback]
+    trainer = Trainer(default_root_dir=root, max_steps=steps, max_epochs=1, callbacks=callbacks, **quiet, **CPU)
     trainer.fit(module, train_dataloaders=loader)
 
 
 def callback_rows(rounds: int, steps: int, seed: int) -> list[dict[str, Any]]:
     """One row per callback: ``steps`` Trainer steps with it against the same steps with no callback."""
-    import lightning.pytorch  # noqa: F401  (imported first: it sets its own log level, lowered next)
-    from torch.utils.data import DataLoader, TensorDataset
-
     for logger_name in ("lightning.pytorch", "lightning.fabric"):
         logging.getLogger(logger_name).setLevel(logging.ERROR)
     gen = torch.Generator().manual_seed(seed)
@@ -218,19 +148,9 @@ def callback_rows(rounds: int, steps: int, seed: int) -> list[dict[str, Any]]:
             def plain() -> None:
                 _fit(None, steps, loader, seed)
 
-            timing = interleaved(
-                ours,
-                plain,
-                rounds,
-                min_seconds=1e-6,
-            )
-            rows.append(
-                {"group": "callback", "piece": name, "against": "no callback", "size": f"{steps} steps", **timing}
-            )
+            timing = interleaved_cost(ours, plain, rounds, min_seconds=1e-6)
+            rows.append(_row("callback", name, "no callback", f"{steps} steps", timing))
     return rows
-
-
-# -------------------------------------------------------------------------------------------------- metrics
 
 
 def metric_rows(rounds: int, min_seconds: float, seed: int, n: int) -> list[dict[str, Any]]:
@@ -263,20 +183,15 @@ def metric_rows(rounds: int, min_seconds: float, seed: int, n: int) -> list[dict
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            timing = interleaved(ours, plain, rounds, min_seconds)
-        rows.append({"group": "metric", "piece": name, "against": "fairlearn", "size": f"{n} samples", **timing})
+            timing = interleaved_cost(ours, plain, rounds, min_seconds)
+        rows.append(_row("metric", name, "fairlearn", f"{n} samples", timing))
     return rows
-
-
-# ------------------------------------------------------------------------------------------------------ ops
 
 
 def soft_rank_rows(rounds: int, min_seconds: float, seed: int, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     """``soft_rank`` against ``torch.sort`` (values and indices) on the same input: one row, then batched rows."""
-    gen = torch.Generator().manual_seed(seed)
-    rows = []
-    shapes = [(1, n) for n in sizes] + list(SOFT_RANK_BATCHED)
-    for b, n in shapes:
+    gen, rows = torch.Generator().manual_seed(seed), []
+    for b, n in [(1, n) for n in sizes] + list(SOFT_RANK_BATCHED):
         x = torch.randn(b, n, generator=gen)
         values = x[0] if b == 1 else x
 
@@ -286,44 +201,28 @@ def soft_rank_rows(rounds: int, min_seconds: float, seed: int, sizes: tuple[int,
         def plain(values: torch.Tensor = values) -> Any:
             return torch.sort(values)
 
-        timing = interleaved(ours, plain, rounds, min_seconds)
+        timing = interleaved_cost(ours, plain, rounds, min_seconds)
         size = f"n={n}" if b == 1 else f"{b}x{n}"
-        rows.append({"group": "op", "piece": "soft_rank", "against": "torch.sort", "size": size, **timing})
+        rows.append(_row("op", "soft_rank", "torch.sort", size, timing))
     return rows
 
 
 def _arm_case(context: int, heads: int, dim: int, seed: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
     """ARM's decode step and SDPA over a KV cache of ``context`` tokens, on the same new token."""
-    from lightning_icml26.ops.attention import ARMAttention, ARMCache
-
     torch.manual_seed(seed)
-    budget = context // 8
-    window = budget // 4
-    slots = budget - window
+    window = context // 32  # budget context / 8: a quarter window, the rest slots
+    slots = context // 8 - window
     attn = ARMAttention(heads, dim, num_slots=slots, num_clusters=4, window=window).eval()
     gen = torch.Generator().manual_seed(seed)
     # the state after a long context: every slot and window position filled (a decode step costs the same
     # whatever the slots hold; a prefill of 4k tokens through the parallel form would take minutes here)
     mem_k, mem_v = torch.randn(2, 1, heads, slots, dim, generator=gen).unbind(0)
     win_k, win_v = torch.randn(2, 1, heads, window, dim, generator=gen).unbind(0)
-    cache = ARMCache(
-        mem_k,
-        mem_v,
-        torch.ones(1, heads, slots, dtype=torch.bool),
-        torch.rand(1, heads, slots, generator=gen),
-        win_k,
-        win_v,
-        torch.ones(1, window, dtype=torch.bool),
-        context,
-        attn.signature,
-    )
-    k = torch.randn(1, context + 1, heads, dim, generator=gen)
-    v = torch.randn(1, context + 1, heads, dim, generator=gen)
-    qt, kt, vt = torch.randn(1, 1, heads, dim, generator=gen), k[:, context:], v[:, context:]
-    kv_k = torch.zeros(1, heads, context + 1, dim)
-    kv_v = torch.zeros(1, heads, context + 1, dim)
-    kv_k[:, :, :context] = k[:, :context].transpose(1, 2)
-    kv_v[:, :, :context] = v[:, :context].transpose(1, 2)
+    occupied, usage = torch.ones(1, heads, slots, dtype=torch.bool), torch.rand(1, heads, slots, generator=gen)
+    full = torch.ones(1, window, dtype=torch.bool)
+    cache = ARMCache(mem_k, mem_v, occupied, usage, win_k, win_v, full, context, attn.signature)
+    kv_k, kv_v = torch.randn(2, 1, heads, context + 1, dim, generator=gen).unbind(0)  # the SDPA cache, preallocated
+    qt, kt, vt = torch.randn(3, 1, 1, heads, dim, generator=gen).unbind(0)
 
     @torch.no_grad()
     def ours() -> None:
@@ -344,16 +243,9 @@ def arm_rows(rounds: int, min_seconds: float, seed: int, contexts: tuple[int, ..
     heads, dim = 8, 64
     rows = []
     for context in contexts:
-        timing = interleaved(*_arm_case(context, heads, dim, seed), rounds, min_seconds)
-        rows.append(
-            {
-                "group": "op",
-                "piece": "ARM decode (per token)",
-                "against": "SDPA over a KV cache",
-                "size": f"context {context}, H={heads}, d={dim}, budget 1/8",
-                **timing,
-            }
-        )
+        timing = interleaved_cost(*_arm_case(context, heads, dim, seed), rounds, min_seconds)
+        size = f"context {context}, H={heads}, d={dim}, budget 1/8"
+        rows.append(_row("op", "ARM decode (per token)", "SDPA over a KV cache", size, timing))
     return rows
 
 
@@ -375,40 +267,19 @@ def import_rows(rounds: int) -> list[dict[str, Any]]:
             for side in order:
                 times[side].append(_child_cpu_seconds((ours, plain)[side]))
             ratios.append(times[0][-1] / max(times[1][-1], 1e-9))
-        rows.append(
-            {
-                "group": "import",
-                "piece": f"import {ours}",
-                "against": f"import {plain}",
-                "size": "fresh interpreter",
-                "ours_us": 1e6 * statistics.median(times[0]),
-                "plain_us": 1e6 * statistics.median(times[1]),
-                "ratio": statistics.median(ratios),
-            }
-        )
+        timing = {"ours_us": 1e6 * statistics.median(times[0]), "plain_us": 1e6 * statistics.median(times[1])}
+        timing["ratio"] = statistics.median(ratios)
+        rows.append(_row("import", f"import {ours}", f"import {plain}", "fresh interpreter", timing))
     return rows
 
 
-# -------------------------------------------------------------------------------------------------- targets
-
-
 def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The issue's targets from the rows; a row that did not run gives ``nan`` (missed).
-
-    Names (the same at ``--quick`` and full size): ``rewa_sgd_over_sgd_foreach_max`` and
-    ``rewa_adamw_over_adamw_foreach_max`` (worst over the two models, ``<= 1.5``),
-    ``soft_rank_over_sort_max`` (worst over every n >= 8 and the batched rows, ``<= 4``),
-    ``callback_over_none_max`` (worst callback, ``<= 1.15``), ``arm_decode_over_sdpa_4k`` (``<= 1``),
-    ``arm_decode_over_sdpa_512`` (``<= 2``), ``import_over_plain_max`` (``<= 1.1``).
+    """The issue's targets (worst row of each kind; a row that did not run gives ``nan``, missed).
 
     Example:
-        >>> rows = [{"group": "optimizer", "piece": "ReWASGD step", "ratio": 1.2},
-        ...         {"group": "optimizer", "piece": "ReWAAdamW step", "ratio": 1.7}]
-        >>> t = build_targets(rows)
-        >>> t["rewa_sgd_over_sgd_foreach_max"]["met"], t["rewa_adamw_over_adamw_foreach_max"]["met"]
-        (True, False)
-        >>> t["callback_over_none_max"]["value"]
-        nan
+        >>> t = build_targets([{"group": "optimizer", "piece": "ReWASGD step", "ratio": 1.2}])
+        >>> t["rewa_sgd_over_sgd_foreach_max"]["met"], t["callback_over_none_max"]["value"]
+        (True, nan)
     """
 
     def worst_of(select: Callable[[dict[str, Any]], bool]) -> float:
@@ -432,14 +303,9 @@ def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line (``--quick``, ``--json``, ``--seed``, ``--only``)."""
     parser = benchmark_parser(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--only",
-        default="optimizer,callback,metric,soft_rank,arm,import",
-        help="comma-separated groups to run (optimizer, callback, metric, soft_rank, arm, import)",
-    )
+    parser.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups to run, of {GROUPS}")
     args = parser.parse_args(argv)
-    groups = {g.strip() for g in args.only.split(",") if g.strip()}
-    allowed = {"optimizer", "callback", "metric", "soft_rank", "arm", "import"}
+    groups, allowed = {g.strip() for g in args.only.split(",") if g.strip()}, set(GROUPS)
     if not groups or groups - allowed:
         parser.error(f"--only must be a comma-separated subset of {sorted(allowed)}, got {args.only!r}")
     args.groups = groups

@@ -16,7 +16,14 @@ from torch.optim import Optimizer
 
 from lightning_icml26._checks import check_real as _check_number  # optim/ imports it from here
 
-__all__ = ["Closure", "foreach_abs_power", "foreach_signed_power", "latent_dtype", "signed_power"]
+__all__ = [
+    "Closure",
+    "foreach_abs_power",
+    "foreach_signed_power",
+    "foreach_write_signed_power",
+    "latent_dtype",
+    "signed_power",
+]
 
 
 Closure = Callable[[], Any]
@@ -46,20 +53,25 @@ def _integer(exponent: float) -> int | None:
 
 
 def _foreach_int_power(base: list[torch.Tensor], n: int) -> list[torch.Tensor]:
-    """``b ** n`` for every ``b`` of ``base`` (new tensors), by binary exponentiation with foreach multiplies.
+    """``b ** n`` for every ``b`` of ``base``, by binary exponentiation with foreach multiplies.
 
     Multiplies are correctly rounded elementwise, so the result is bit-for-bit the same for one tensor or a list,
     whichever kernel runs them; a chain of ``log2(n)`` multiplies costs a fraction of ``pow`` with a float exponent.
+    ``base`` must be tensors of the caller's own (new ones): they are squared in place where nothing else holds
+    them, so a power of two costs no allocation beyond ``base``.
     """
     result: list[torch.Tensor] | None = None
-    power = base  # callers pass tensors of their own: the first factor is returned as is, never written in place
+    power = base
     while True:
         if n & 1:
             result = power if result is None else list(torch._foreach_mul(result, power))
         n >>= 1
         if not n:
             break
-        power = list(torch._foreach_mul(power, power))
+        if result is power:  # the result holds this factor: square into new tensors
+            power = list(torch._foreach_mul(power, power))
+        else:
+            torch._foreach_mul_(power, power)
     assert result is not None
     return result
 
@@ -101,6 +113,40 @@ def foreach_signed_power(ts: list[torch.Tensor], exponent: float) -> list[torch.
     return list(torch._foreach_mul(foreach_abs_power(ts, n - 1), ts))
 
 
+def foreach_write_signed_power(
+    outs: list[torch.Tensor], ts: list[torch.Tensor], exponent: float, scratch: list[torch.Tensor] | None = None
+) -> None:
+    """Write ``sign(t) * |t| ** exponent`` into each of ``outs`` (same shapes and dtypes as ``ts``).
+
+    The same values as :func:`foreach_signed_power`, bit for bit; a whole exponent's last multiply writes straight
+    into ``outs`` (no temporary and no copy), which is how the optimizers refresh ``x = sign(y)|y|^K``. With
+    ``scratch`` (tensors like ``ts``, overwritten) and ``exponent - 1`` a power of two (``K = 3, 5, 9, 17``) the
+    squarings run in place in it: no new memory at all.
+
+    Example:
+        >>> out = [torch.empty(3)]
+        >>> foreach_write_signed_power(out, [torch.tensor([-2.0, 0.0, 1.5])], 3.0)
+        >>> out
+        [tensor([-8.0000,  0.0000,  3.3750])]
+    """
+    n = _integer(exponent)
+    if n is None or n == 1:
+        torch._foreach_copy_(outs, foreach_signed_power(ts, exponent))
+        return
+    m = n - 1
+    if scratch is not None and m >= 2 and m & (m - 1) == 0:
+        for buf, t in zip(scratch, ts, strict=True):
+            torch.mul(t, t, out=buf)
+        while m > 2:  # |t|^(2^j) squared in place, as _foreach_int_power squares
+            torch._foreach_mul_(scratch, scratch)
+            m //= 2
+        powers = scratch
+    else:
+        powers = foreach_abs_power(ts, m)
+    for out, scale, t in zip(outs, powers, ts, strict=True):
+        torch.mul(scale, t, out=out)
+
+
 def _check_power(K: Any, M: Any, eps: Any) -> None:
     K = _check_number("K", K)
     M = _check_number("M", M)
@@ -140,6 +186,14 @@ class _LatentStateOptimizer(Optimizer):
     _latent_keys: tuple[str, ...] = ()
     _moment_keys: tuple[str, ...] = ()
 
+    @property
+    def _scratch(self) -> dict[torch.Tensor, torch.Tensor]:
+        """Work tensors reused across steps (:func:`scratch_like`), by latent tensor; not part of the state."""
+        cache = self.__dict__.get("_scratch_cache")
+        if cache is None:
+            cache = self.__dict__["_scratch_cache"] = {}
+        return cache
+
     def _evaluate_closure(self, closure: Closure | None) -> Any:
         if closure is None:
             return None
@@ -163,6 +217,7 @@ class _LatentStateOptimizer(Optimizer):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load the state; latent tensors keep their (float32 or wider) dtype instead of the parameter's."""
         super().load_state_dict(state_dict)
+        self._scratch.clear()  # the latents are replaced: their work tensors go with them
         params = [p for group in self.param_groups for p in group["params"]]
         saved_ids = [i for group in state_dict["param_groups"] for i in group["params"]]
         for p, pid in zip(params, saved_ids, strict=True):
@@ -193,11 +248,36 @@ def _adaptive_scale(y: torch.Tensor, K: float, M: float, eps: float) -> torch.Te
     return _foreach_adaptive_scale([y], K, M, eps)[0]
 
 
-def _foreach_adaptive_scale(ys: list[torch.Tensor], K: float, M: float, eps: float) -> list[torch.Tensor]:
-    """ReWA's per-coordinate scale ``|y|^M`` (times ``u / (u + eps)``, ``u = K |y|^(K-1)``, when ``eps > 0``)."""
+def _foreach_adaptive_scale(
+    ys: list[torch.Tensor], K: float, M: float, eps: float, scratch: list[torch.Tensor] | None = None
+) -> list[torch.Tensor]:
+    """ReWA's per-coordinate scale ``|y|^M`` (times ``u / (u + eps)``, ``u = K |y|^(K-1)``, when ``eps > 0``).
+
+    With ``scratch`` (tensors like ``ys``) and ``M = 2, eps = 0`` (the paper's setting) the scale is written into
+    it (the same values: ``y * y``) instead of new memory.
+    """
+    if scratch is not None and M == 2 and eps == 0:
+        for buf, y in zip(scratch, ys, strict=True):
+            torch.mul(y, y, out=buf)
+        return scratch
     scale = foreach_abs_power(ys, M)
     if eps > 0:
         u = foreach_abs_power(ys, K - 1)
         torch._foreach_mul_(u, float(K))
         scale = list(torch._foreach_div(torch._foreach_mul(scale, u), torch._foreach_add(u, float(eps))))
     return scale
+
+
+def scratch_like(cache: dict[torch.Tensor, torch.Tensor], ts: list[torch.Tensor]) -> list[torch.Tensor]:
+    """One reusable work tensor per tensor of ``ts`` (same shape, dtype, device), kept in ``cache`` by tensor.
+
+    Fresh memory for every temporary costs page faults on each step; the optimizers reuse these instead.
+    """
+    out = []
+    for t in ts:
+        buf = cache.get(t)
+        if buf is None or buf.shape != t.shape or buf.dtype != t.dtype or buf.device != t.device:
+            buf = torch.empty_like(t, memory_format=torch.contiguous_format)
+            cache[t] = buf
+        out.append(buf)
+    return out

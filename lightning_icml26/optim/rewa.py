@@ -56,8 +56,9 @@ from lightning_icml26.optim._latent import (
     _foreach_adaptive_scale,
     _LatentStateOptimizer,
     _sgd_direction,
-    foreach_signed_power,
+    foreach_write_signed_power,
     latent_dtype,
+    scratch_like,
     signed_power,
 )
 
@@ -210,34 +211,48 @@ class ReWASGD(_ReWABase):
         return loss
 
     def _step_group_foreach(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
-        """The update of one group with multi-tensor ops: the same arithmetic as the loop, element for element."""
+        """The update of one group with multi-tensor ops: the loop's update, up to the rounding of fused kernels.
+
+        The direction ``d = g * s`` (reparameterised) or ``g`` (plain) goes through torch's fused SGD kernel, which
+        adds ``weight_decay * y`` and does the momentum and the step on ``y`` in one pass (exactly ReWA's update on
+        ``y``); ``x = sign(y)|y|^K`` is then written into the parameters by multiplies.
+        """
         lr, wd, mu = group["lr"], group["weight_decay"], group["momentum"]
         grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
         if group["reparameterize"]:
             ys = [self._latent(p, group) for p in params]
-            d = _foreach_adaptive_scale(ys, group["K"], group["M"], group["eps"])
+            scratch = scratch_like(self._scratch, ys)
+            d = _foreach_adaptive_scale(ys, group["K"], group["M"], group["eps"], scratch)
             torch._foreach_mul_(d, grads)
-            if wd != 0:
-                torch._foreach_add_(d, ys, alpha=wd)
         else:
-            ys = [p.detach() for p in params]
-            d = list(torch._foreach_add(grads, ys, alpha=wd)) if wd != 0 else list(grads)
-        if mu != 0:
-            states = [self.state[p] for p in params]
-            bufs = [st.get("momentum_buffer") for st in states]
-            old = [i for i, b in enumerate(bufs) if b is not None]
-            for i, b in enumerate(bufs):
-                if b is None:  # first step: buf = d, as torch.optim.SGD
-                    states[i]["momentum_buffer"] = d[i].clone()
-            if old:
-                olds = [bufs[i] for i in old]
-                torch._foreach_mul_(olds, mu)
-                torch._foreach_add_(olds, [d[i] for i in old], alpha=1 - group["dampening"])
-            bufs = [st["momentum_buffer"] for st in states]
-            d = list(torch._foreach_add(d, bufs, alpha=mu)) if group["nesterov"] else bufs
-        torch._foreach_add_(ys, d, alpha=-lr)
+            ys, d = [p.detach() for p in params], list(grads)  # the fused kernel leaves the gradients as they are
+        states = [self.state[p] for p in params]
+        bufs = [st.get("momentum_buffer") for st in states] if mu != 0 else []
+        first = any(b is None for b in bufs)
+        if first and not all(b is None for b in bufs):  # a parameter joined late: tensor by tensor, as the loop
+            if wd != 0:
+                d = list(torch._foreach_add(d, ys, alpha=wd))
+            for y, st, grad in zip(ys, states, d, strict=True):
+                y.add_(_sgd_direction(st, grad, mu, group["dampening"], group["nesterov"]), alpha=-lr)
+        else:
+            if first:
+                bufs = [torch.empty_like(y) for y in ys]
+                for st, buf in zip(states, bufs, strict=True):
+                    st["momentum_buffer"] = buf
+            torch._fused_sgd_(
+                ys,
+                d,
+                bufs,
+                weight_decay=wd,
+                momentum=mu,
+                lr=lr,
+                dampening=group["dampening"],
+                nesterov=group["nesterov"],
+                maximize=False,
+                is_first_step=first,
+            )
         if group["reparameterize"]:
-            torch._foreach_copy_(params, foreach_signed_power(ys, group["K"]))
+            foreach_write_signed_power(params, ys, group["K"], scratch)
             for p in params:
                 self._record_version(p, self.state[p])
 
@@ -355,13 +370,14 @@ class ReWAAdamW(_ReWABase):
         return state
 
     def _step_group_foreach(self, group: dict[str, Any], params: list[torch.Tensor]) -> None:
-        """The update of one group with multi-tensor ops: the same arithmetic as the loop, element for element."""
+        """The update of one group with multi-tensor ops: the loop's update, up to the rounding of fused kernels."""
         lr, wd = group["lr"], group["weight_decay"]
         beta1, beta2 = group["betas"]
         grads = [p.grad for p in params if p.grad is not None]  # every one: params are those with a gradient
         if group["reparameterize"]:
             zs = [self._latent(p, group) for p in params]
-            g = _foreach_adaptive_scale(zs, group["K"], group["M"], group["eps"])
+            scratch = scratch_like(self._scratch, zs)
+            g = _foreach_adaptive_scale(zs, group["K"], group["M"], group["eps"], scratch)
             torch._foreach_mul_(g, grads)
         else:
             zs = [p.detach() for p in params]  # float32 or wider: the parameter is its own latent
@@ -369,18 +385,24 @@ class ReWAAdamW(_ReWABase):
         states = [self._moments(p, z) for p, z in zip(params, zs, strict=True)]
         steps = [st["step"] for st in states]
         torch._foreach_add_(steps, 1)
-        ts = [float(t) for t in steps]
-        ms, vs = [st["exp_avg"] for st in states], [st["exp_avg_sq"] for st in states]
-        torch._foreach_lerp_(ms, g, 1 - beta1)
-        torch._foreach_mul_(vs, beta2)
-        torch._foreach_addcmul_(vs, g, g, value=1 - beta2)
-        torch._foreach_mul_(zs, 1 - lr * wd)
-        denom = torch._foreach_div(vs, [1 - beta2**t for t in ts])
-        torch._foreach_sqrt_(denom)
-        torch._foreach_add_(denom, group["adam_eps"])
-        torch._foreach_addcdiv_(zs, ms, denom, [-lr / (1 - beta1**t) for t in ts])
+        # torch's fused AdamW kernel: decoupled decay of z, both moments and the bias-corrected step in one pass
+        torch._fused_adamw_(
+            zs,
+            g,
+            [st["exp_avg"] for st in states],
+            [st["exp_avg_sq"] for st in states],
+            [],
+            steps if zs[0].device.type == "cpu" else [t.to(zs[0].device) for t in steps],  # CUDA: steps on device
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            weight_decay=wd,
+            eps=group["adam_eps"],
+            amsgrad=False,
+            maximize=False,
+        )
         if group["reparameterize"]:
-            torch._foreach_copy_(params, foreach_signed_power(zs, group["K"]))
+            foreach_write_signed_power(params, zs, group["K"], scratch)
             for p in params:
                 self._record_version(p, self.state[p])
 
@@ -421,8 +443,11 @@ def _params_with_grad(group: dict[str, Any], name: str) -> list[torch.Tensor]:
 
 
 def _foreach_ready(params: list[torch.Tensor]) -> bool:
-    """Multi-tensor path: every parameter (and its gradient) as wide as its latent, all on one device."""
-    if not params:
+    """Multi-tensor path: every parameter (and its gradient) as wide as its latent, all on one CPU or CUDA device.
+
+    The path runs torch's fused optimizer kernels, which exist for those two device types.
+    """
+    if not params or params[0].device.type not in ("cpu", "cuda"):
         return False
     device = params[0].device
     return all(

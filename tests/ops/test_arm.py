@@ -538,3 +538,24 @@ def test_usage_penalty_routing_passes_the_straight_through_gradient() -> None:
 def test_usage_penalty_must_be_a_number() -> None:
     with pytest.raises(TypeError, match="usage_penalty"):
         ARMAttention(2, 4, num_slots=8, num_clusters=4, usage_penalty=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("write_mode", ["on_eviction", "every_token"])
+@pytest.mark.parametrize("window", [0, 3])
+def test_inference_decode_equals_the_autograd_decode_bit_for_bit(write_mode: str, window: int) -> None:
+    # without autograd, the fixed-read step takes its one-slot-row path; with autograd the general path (the
+    # reference): outputs and every cache field must be identical, including rows still empty and the window
+    torch.manual_seed(0)
+    attn = ARMAttention(2, 8, num_slots=8, num_clusters=2, window=window, write_mode=write_mode).eval()
+    fast, ref = attn.empty_cache(3), attn.empty_cache(3)
+    for _ in range(12):
+        q, k, v = torch.randn(3, 3, 1, 2, 8).unbind(0)
+        with torch.no_grad():
+            out_fast, fast = attn.step(q, k, v, fast)
+        with torch.enable_grad():
+            out_ref, ref = attn.step(q, k, v, ref)
+        assert torch.equal(out_fast, out_ref)
+        for field in ("mem_k", "mem_v", "occupied", "usage", "win_k", "win_v", "win_valid"):
+            assert torch.equal(getattr(fast, field), getattr(ref, field).detach()), field
+    assert fast.position == ref.position == 12
+    assert bool(fast.occupied.any())

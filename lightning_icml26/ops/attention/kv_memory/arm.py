@@ -573,6 +573,8 @@ class ARMAttention(nn.Module):
         """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache."""
         self._check_qkv(q, k, v)
         check_decode_step(q, cache, ARMCache, self.signature)
+        if not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed":
+            return self._inference_step(q, k, v, cache)
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         mk, mv, occ = cache.mem_k, cache.mem_v, cache.occupied
         if self.write_mode == "every_token" or self.window == 0:
@@ -606,6 +608,56 @@ class ARMAttention(nn.Module):
             lambda p: torch.einsum("bhtm,bhmd->bhtd", p, mv),
         )
         self.last_aux_loss, self.last_slots_read = cost, slots.detach().mean()
+        new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
+        return out.transpose(1, 2), new
+
+    def _inference_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
+        """:meth:`step` without autograd, for the fixed read policy: the same values, bit for bit, in fewer ops.
+
+        The write touches one slot row per (batch, head): the routed row is gathered, merged with the same gate
+        arithmetic as :func:`slot_write` and written into a copy of the slot tensors (the other rows of
+        ``(1 - g z) M + g z x`` are ``M`` exactly); the gate is computed once; the window shifts by one copy.
+        """
+        qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
+        b, h, d = qh.shape[0], self.num_heads, self.head_dim
+        if self.write_mode == "every_token" or self.window == 0:
+            src_k, src_v, active = kh[:, :, 0], vh[:, :, 0], None
+        else:
+            src_k, src_v, active = cache.win_k[:, :, 0], cache.win_v[:, :, 0], cache.win_valid[:, 0]
+        z = self.route(src_k.unsqueeze(2))[0][:, :, 0]  # (B, H, M) one-hot
+        slot = z.argmax(-1, keepdim=True)  # (B, H, 1)
+        rows = slot.unsqueeze(-1).expand(b, h, 1, d)
+        old_k, old_v = cache.mem_k.gather(2, rows), cache.mem_v.gather(2, rows)
+        g = write_gate(old_k, src_k, src_v, torch.ones_like(slot, dtype=z.dtype), self.gate_w, self.gate_b)
+        w = g.unsqueeze(-1)  # z * g at the routed slot
+        if active is not None:
+            w = w * active.to(w.dtype).view(-1, 1, 1)
+        usage = cache.usage.clone()
+        used = usage.gather(2, slot)
+        usage.scatter_(2, slot, used + w * (1 - used))
+        w = w.unsqueeze(-1)
+        mk = cache.mem_k.clone().scatter_(2, rows, (1 - w) * old_k + w * src_k.unsqueeze(-2))
+        mv = cache.mem_v.clone().scatter_(2, rows, (1 - w) * old_v + w * src_v.unsqueeze(-2))
+        hit = torch.ones_like(slot, dtype=torch.bool) if active is None else active.view(-1, 1, 1).expand(b, h, 1)
+        occ = cache.occupied.clone().scatter_(2, slot, cache.occupied.gather(2, slot) | hit)
+        win_k, win_v, win_ok = cache.win_k, cache.win_v, cache.win_valid
+        if self.window:
+            win_k = torch.cat([win_k[:, :, 1:], kh], dim=2)
+            win_v = torch.cat([win_v[:, :, 1:], vh], dim=2)
+            win_ok = torch.cat([win_ok[:, 1:], torch.ones_like(win_ok[:, :1])], dim=1)
+        scale = self.head_dim**-0.5
+        scores = torch.matmul(qh, win_k.transpose(-1, -2)) * scale
+        mem_scores = torch.einsum("bhtd,bhmd->bhtm", qh, mk) * scale
+        out, slots, cost = self._read(
+            qh,
+            scores,
+            win_ok[:, None, None, :],
+            win_v,
+            mem_scores,
+            occ.unsqueeze(2),
+            lambda p: torch.einsum("bhtm,bhmd->bhtd", p, mv),
+        )
+        self.last_aux_loss, self.last_slots_read = cost, slots.mean()
         new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
         return out.transpose(1, 2), new
 
