@@ -87,7 +87,7 @@ def training_code(tree: ast.Module) -> list[tuple[int, str]]:
             optimizer_call = node.func.attr in {"step", "zero_grad"} and any(k in owner for k in ("opt", "optim"))
             if node.func.attr == "backward" or optimizer_call or _dotted(node.func).endswith("autograd.grad"):
                 found.append((node.lineno, f"{_dotted(node.func)}()"))
-    return found
+    return sorted(found)
 
 
 def test_the_scan_finds_what_it_looks_for() -> None:
