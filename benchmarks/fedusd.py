@@ -58,7 +58,7 @@ def summarise(runs: dict[str, list[dict[str, Any]]], alpha: float, source: str) 
     """One table row per method: final accuracy mean/std, ratio and difference to the best baseline."""
     finals = {m: [r["acc"][-1] for r in runs[m]] for m in runs}
     means = {m: statistics.fmean(v) for m, v in finals.items()}
-    best = max(BASELINES, key=lambda m: means[m])
+    best = max((m for m in BASELINES if m in means), key=lambda m: means[m])
     rows = []
     for m in runs:
         per_round = [statistics.fmean(r["acc"][i] for r in runs[m]) for i in range(len(runs[m][0]["acc"]))]
@@ -78,7 +78,7 @@ def build_targets(rows: list[dict[str, Any]], alphas: list[float]) -> dict[str, 
     """
 
     def diff(alpha: float, method: str) -> float:
-        return next(r["diff (points)"] for r in rows if r["alpha"] == alpha and r["method"] == method)
+        return next((r["diff (points)"] for r in rows if r["alpha"] == alpha and r["method"] == method), nan)
 
     nan, low = float("nan"), min(alphas)
     others = [a for a in alphas if a in (0.1, 0.5)]
@@ -103,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--source", default=None, choices=["digits", "fashion_mnist"])
     parser.add_argument("--alphas", type=float, nargs="+", default=None, help="Dirichlet alphas (full size)")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, help="default: all six")
     parser.add_argument("--rounds", type=int, default=None, help="federated rounds (default: 3 quick, 4 full)")
     parser.add_argument("--distill-steps", type=int, default=None, help="client steps per round (30 quick, 40 full)")
     parser.add_argument("--server-steps", type=int, default=None, help="server steps per round (100 quick, 150 full)")
@@ -119,10 +120,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     per_seed: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as root:
         for i, alpha in enumerate(alphas):
-            runs = {m: [run_cell(recipe, m, alpha, s, cfg, Path(root)) for s in seeds] for m in METHODS}
-            per_seed[str(alpha)] = {m: [{k: r[k] for k in ("acc", "overrides")} for r in runs[m]] for m in METHODS}
+            runs = {m: [run_cell(recipe, m, alpha, s, cfg, Path(root)) for s in seeds] for m in args.methods}
+            per_seed[str(alpha)] = {m: [{k: r[k] for k in ("acc", "overrides")} for r in v] for m, v in runs.items()}
             rows += summarise(runs, alpha, source)
-            print(markdown_table(rows[-len(METHODS) :]), flush=True)
+            print(markdown_table(rows[-len(runs) :]), flush=True)
             done = alphas[: i + 1]  # written after every alpha: a run stopped early keeps its finished alphas
             figures = {"recipe": recipe, "rows": rows, "per_seed": per_seed, "config": cfg, "seeds": seeds}
             figures |= {"alphas_done": done, "complete": done == alphas, "targets": build_targets(rows, done)}
