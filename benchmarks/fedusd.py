@@ -125,7 +125,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             rows += summarise(runs, alpha, source)
             print(markdown_table(rows[-len(runs) :]), flush=True)
             done = alphas[: i + 1]  # written after every alpha: a run stopped early keeps its finished alphas
-            figures = {"recipe": recipe, "rows": rows, "per_seed": per_seed, "config": cfg, "seeds": seeds}
+            figures: dict[str, Any] = {
+                "recipe": recipe,
+                "rows": rows,
+                "per_seed": per_seed,
+                "config": cfg,
+                "seeds": seeds,
+            }
             figures |= {"alphas_done": done, "complete": done == alphas, "targets": build_targets(rows, done)}
             write_json(args.json, "fedusd", figures, args)
     print("\n" + markdown_table(rows))
