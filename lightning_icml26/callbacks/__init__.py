@@ -10,9 +10,11 @@ from lightning_icml26.callbacks.fair_reduction import FairReductionCallback
 from lightning_icml26.callbacks.fed_round import FedRoundCallback
 from lightning_icml26.callbacks.finite_loss import FailOnNonFiniteLoss, NonFiniteLossError
 from lightning_icml26.callbacks.georeg import GeoReg
+from lightning_icml26.callbacks.gradual_prune import GradualMagnitudePrune, cubic_sparsity
 from lightning_icml26.callbacks.isa import SwapAttentionForInference
 from lightning_icml26.callbacks.lasso_baseline import LassoBaseline
 from lightning_icml26.callbacks.loes import LOESLayerSelection
+from lightning_icml26.callbacks.lr_warmup_cosine import WarmupCosineSchedule, warmup_cosine_factor
 from lightning_icml26.callbacks.metrics_plot import MetricsPlot, plot_history
 from lightning_icml26.callbacks.pgs_validation import PGSValidationCallback
 from lightning_icml26.callbacks.preemption import PreemptionCheckpoint
@@ -44,6 +46,10 @@ __all__ = [
     "LassoBaseline",
     "RecourseOnPredict",
     "WeightDecaySchedule",
+    "GradualMagnitudePrune",
+    "cubic_sparsity",
+    "WarmupCosineSchedule",
+    "warmup_cosine_factor",
     "BoltzmannEvalCallback",
     "classification_accuracy",
     "FairReductionCallback",

@@ -29,7 +29,7 @@ class FedRoundCallback(Callback):
     global model. With ``global_knowledge`` (FedAF) each participating client first sends its per-class mean
     softened predictions of the global model (from the second round on), and the count-weighted average is
     handed to every client as ``global_soft_labels``. Bytes each client sends per round (float32 payloads)
-    are logged as ``fed/bytes_per_client`` and kept in :attr:`history`.
+    are logged as ``fed/bytes_per_client`` (their mean) and ``fed/bytes_max_per_client`` and kept in :attr:`history`.
 
     The round counter, the window of synthetic sets, the history and the generator's state are the
     callback's checkpointed state, so a run resumed from an epoch-end checkpoint continues the rounds
@@ -133,6 +133,7 @@ class FedRoundCallback(Callback):
         sent = [int(u["num_bytes"]) + extra for u in updates]
         self.history.append({"round": self.round, "clients": clients, "bytes": sent})
         pl_module.log("fed/bytes_per_client", float(sum(sent)) / len(sent), on_epoch=True)
+        pl_module.log("fed/bytes_max_per_client", float(max(sent)), on_epoch=True)
         pl_module.log("fed/round", float(self.round), on_epoch=True)
         self.round += 1
 

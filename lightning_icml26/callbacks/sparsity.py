@@ -251,6 +251,8 @@ class MagnitudePrune(Callback):
         prune_at_epoch: epoch at whose start to prune; ``None`` prunes at fit end.
         sweep: thresholds to evaluate at fit end.
         evaluate: ``"accuracy"``, a callable ``module -> float``, or ``None`` (only sparsity is recorded).
+        sweep_test: with ``evaluate="accuracy"``, also record each threshold's accuracy on the datamodule's test
+            loader as ``test_score`` (for choosing a threshold on validation and reporting its test figure).
         filename: JSON file of the sweep and pruning figures (relative to ``trainer.default_root_dir``).
 
     Example:
@@ -267,8 +269,11 @@ class MagnitudePrune(Callback):
         prune_at_epoch: int | None = None,
         sweep: Sequence[float] = (),
         evaluate: str | Evaluator | None = "accuracy",
+        sweep_test: bool = False,
         filename: str = "magnitude_prune.json",
     ) -> None:
+        if sweep_test and evaluate != "accuracy":
+            raise ValueError(f"sweep_test=True needs evaluate='accuracy', got evaluate={evaluate!r}")
         if threshold is not None and amount is not None:
             raise ValueError(f"give threshold or amount, not both (got threshold={threshold}, amount={amount})")
         if threshold is not None and not threshold >= 0:
@@ -290,6 +295,7 @@ class MagnitudePrune(Callback):
         self.prune_at_epoch = prune_at_epoch
         self.sweep = [float(t) for t in sweep]
         self.evaluate = evaluate
+        self.sweep_test = bool(sweep_test)
         self.filename = filename
         self.pruned = False
         self.threshold_used: float | None = None
@@ -382,6 +388,16 @@ class MagnitudePrune(Callback):
             self.sweep_results = threshold_sweep(
                 pl_module, self.sweep, self._evaluator(trainer, pl_module), self.include
             )
+            if self.sweep_test:
+                datamodule = getattr(trainer, "datamodule", None)
+                if datamodule is None:
+                    raise ValueError("MagnitudePrune(sweep_test=True) needs a datamodule with a test_dataloader()")
+                loader = datamodule.test_dataloader()
+                test = threshold_sweep(
+                    pl_module, self.sweep, lambda m: classification_accuracy(m, loader, pl_module.device), self.include
+                )
+                for row, test_row in zip(self.sweep_results, test, strict=True):
+                    row["test_score"] = test_row["score"]
         if not self.pruned and (self.threshold is not None or self.amount is not None):
             self.prune(pl_module)
         self._write(trainer)

@@ -32,12 +32,22 @@ class ClassifierModule(LightningModule):
         num_classes: number of classes, at least 2.
         optimizer: factory taking the parameters; defaults to ``AdamW(lr=1e-3)``.
         lr_scheduler: optional factory taking the optimizer.
+        label_smoothing: label smoothing of the cross-entropy, in ``[0, 1)``.
+        plain_biases: give ``optimizer`` only the parameters not named ``*bias``, and put the biases in a second
+            parameter group with no weight decay, no L1 (``l1=0``) and no reparameterisation
+            (``reparameterize=False``), each set where the optimizer has that setting: the biases then take plain
+            (momentum) steps whatever the sparse optimizer does to the weights.
 
     Example:
         >>> from lightning_icml26.modules import MLP
         >>> module = ClassifierModule(MLP(2, 3, hidden=4), num_classes=3)
         >>> module(torch.zeros(5, 2)).shape
         torch.Size([5, 3])
+        >>> from functools import partial
+        >>> sgd = partial(torch.optim.SGD, lr=0.1, weight_decay=1e-4)
+        >>> opt = ClassifierModule(MLP(2, 3, hidden=4), 3, optimizer=sgd, plain_biases=True).configure_optimizers()
+        >>> [(len(g["params"]), g["weight_decay"]) for g in opt.param_groups]
+        [(3, 0.0001), (3, 0.0)]
     """
 
     def __init__(
@@ -46,10 +56,18 @@ class ClassifierModule(LightningModule):
         num_classes: int,
         optimizer: OptimizerFactory | None = None,
         lr_scheduler: SchedulerFactory | None = None,
+        label_smoothing: float = 0.0,
+        plain_biases: bool = False,
     ) -> None:
         super().__init__()
         if num_classes < 2:
             raise ValueError(f"num_classes must be at least 2, got {num_classes}")
+        if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, int | float):
+            raise TypeError(f"label_smoothing must be a number in [0, 1), got {label_smoothing!r}")
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing!r}")
+        self.label_smoothing = float(label_smoothing)
+        self.plain_biases = bool(plain_biases)
         self.save_hyperparameters(ignore=["net", "optimizer", "lr_scheduler"])
         self.net = net
         self.optimizer_factory = optimizer or _default_optimizer
@@ -65,7 +83,7 @@ class ClassifierModule(LightningModule):
     def _shared_step(self, batch: tuple[torch.Tensor, torch.Tensor], split: str) -> torch.Tensor:
         x, y = batch
         logits = self(x)
-        loss = F.cross_entropy(logits, y)
+        loss = F.cross_entropy(logits, y, label_smoothing=self.label_smoothing if split == "train" else 0.0)
         accuracy: MulticlassAccuracy = self.accuracy[f"{split}_"]  # type: ignore[assignment]
         accuracy(logits, y)
         on_step = split == "train"
@@ -87,7 +105,17 @@ class ClassifierModule(LightningModule):
 
     def configure_optimizers(self) -> Any:
         """Build the optimizer (and scheduler) from the factories."""
-        optimizer = self.optimizer_factory(self.parameters())
+        if not self.plain_biases:
+            optimizer = self.optimizer_factory(self.parameters())
+        else:
+            named = list(self.named_parameters())
+            optimizer = self.optimizer_factory([p for name, p in named if not name.endswith("bias")])
+            group: dict[str, Any] = {"params": [p for name, p in named if name.endswith("bias")]}
+            for key, value in (("weight_decay", 0.0), ("l1", 0.0), ("reparameterize", False)):
+                if key in optimizer.defaults:
+                    group[key] = value
+            if group["params"]:
+                optimizer.add_param_group(group)
         if self.scheduler_factory is None:
             return optimizer
         return {"optimizer": optimizer, "lr_scheduler": self.scheduler_factory(optimizer)}
