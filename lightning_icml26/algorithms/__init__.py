@@ -56,6 +56,7 @@ from lightning_icml26.algorithms.novelty import (
 from lightning_icml26.algorithms.valueflow_intensity import (
     borda_interpolation,
     estimate_intensity,
+    posterior_median,
     sample_anchors,
     solve_response_utility,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "ChiralityFix",
     "ReweightResult",
     "effective_sample_size",
+    "posterior_median",
     "signed_volumes",
     "ImaginationConfig",
     "TokenPolicy",
