@@ -23,8 +23,10 @@ def warmup_cosine_factor(step: int, total: int, warmup: int) -> float:
         warmup: the warm-up steps, ``>= 0``.
 
     Example:
-        >>> warmup_cosine_factor(0, 100, 10), warmup_cosine_factor(10, 100, 10), round(warmup_cosine_factor(55, 100, 10), 3)
-        (0.1, 1.0, 0.5)
+        >>> warmup_cosine_factor(0, 100, 10), warmup_cosine_factor(10, 100, 10)
+        (0.1, 1.0)
+        >>> round(warmup_cosine_factor(55, 100, 10), 3)
+        0.5
     """
     for name, value, low in (("step", step, 0), ("total", total, 1), ("warmup", warmup, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -72,7 +74,9 @@ class WarmupCosineSchedule(Callback):
                 group.setdefault("initial_lr", group["lr"])
 
     @override
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: object, batch_idx: int
+    ) -> None:
         total = max(1, int(trainer.estimated_stepping_batches))
         per_epoch = float(trainer.num_training_batches) / max(1, trainer.accumulate_grad_batches)
         warmup = int(round(self.warmup_epochs * per_epoch))
