@@ -1,17 +1,15 @@
 """PGS: property-based, minimal-counterexample feedback on the seeded mutant suite.
 
-Part 1 (no LLM; every mutant of the sample, seeds for spread): which bugs the public tests catch and
-which the PGS checks catch (public tests plus the reference properties, kept by the soundness filter,
-asserted on 64 Hypothesis-drawn inputs); the size, in SmolLM2 tokens, of the counterexample chosen by
-min-token selection, by Hypothesis shrinking and at random among the failing inputs; and how often each
-counterexample executes the mutated line (``sys.settrace`` in the sandbox). Equivalent mutants are
-dropped by differential testing against the reference on a separate hidden pool of inputs, which also
-judges every final program of part 2 (nothing is chosen on it).
+Part 1 (``lightning_icml26.tasks.pgs_detection_task``, no LLM; every mutant of the sample, seeds for spread):
+which bugs the public tests catch and which the PGS checks catch (public tests plus the reference properties,
+kept by the soundness filter, asserted on 64 Hypothesis-drawn inputs); the size, in SmolLM2 tokens, of the
+counterexample chosen by min-token selection, by Hypothesis shrinking and at random among the failing inputs; and
+how often each counterexample executes the mutated line. Equivalent mutants are dropped by differential testing
+against the reference on a separate hidden pool of inputs, which also judges every final program of part 2.
 
-Part 2 (SmolLM2-135M-Instruct, or ``--model PATH`` of any local transformers causal LM, as generator):
-starting from a mutant, PGS (reference tester) and Self-Debug revise it with the same budget of
-refinements; direct generation writes a program from the specification. Pass@1 (greedy, n = 1) and fix
-rate (fixed among the initially failing mutants) on the hidden pool.
+Part 2 (``pgs_comparison_task``; SmolLM2-135M-Instruct, or ``--model PATH`` of any local transformers causal LM):
+starting from a mutant, PGS (reference tester) and Self-Debug revise it with the same budget of refinements;
+direct generation writes a program from the specification. Pass@1 (greedy, n = 1) and fix rate on the hidden pool.
 
     python -m benchmarks.pgs --quick --json benchmarks/results/pgs_quick.json   # 15 problems, 1 mutant each
     python -m benchmarks.pgs --json benchmarks/results/pgs.json
@@ -19,139 +17,15 @@ rate (fixed among the initially failing mutants) on the hidden pool.
 
 from __future__ import annotations
 
-import math
-import random
-import statistics
 import time
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from benchmarks._common import benchmark_parser, markdown_table, print_targets, target, write_json
-from lightning_icml26.algorithms.pgs import (
-    CodeProblem,
-    DirectGeneration,
-    LLMGenerator,
-    PGSRefiner,
-    ReferenceTester,
-    Sandbox,
-    SelfDebug,
-    draw_inputs,
-    min_token_failure,
-    random_failure,
-    sound_properties,
-)
-from lightning_icml26.data.pgs import Mutant, classic_problems, mutant_suite
 from lightning_icml26.llm import HFCausalLM, smollm2
-from lightning_icml26.metrics import CounterexampleTokens, FixRate, PassAtK
 from lightning_icml26.optional import require
-
-CHOICES = ("min_token", "hypothesis", "random")
-
-
-class Hidden:
-    """The hidden judge of a problem: public tests plus reference outputs on a separate input pool."""
-
-    def __init__(self, box: Sandbox, problem: CodeProblem, n: int, seed: int) -> None:
-        public = set(problem.public_inputs)
-        pool = [x for x in draw_inputs(problem.strategy or "", n, seed=10_000 + seed) if x not in public]
-        ref = box.run(problem.reference or "", problem.entry_point, pool)
-        self.inputs = problem.public_inputs + [x for x, c in zip(pool, ref.cases, strict=True) if c.kind == "pass"]
-        self.expected: list[str | None] = [*problem.public_expected, *(c.output for c in ref.cases if c.kind == "pass")]
-        self.box, self.problem = box, problem
-
-    def passes(self, program: str) -> bool:
-        return self.box.run(program, self.problem.entry_point, self.inputs, expected=self.expected).passed
-
-
-def part1(
-    box: Sandbox,
-    count: Callable[[Sequence[str]], list[int]],
-    per_problem: int,
-    seed: int,
-    n_inputs: int,
-    n_hidden: int,
-    stride: int = 1,
-) -> dict[str, Any]:
-    rng = random.Random(seed)
-    rows: list[dict[str, Any]] = []
-    for problem in classic_problems()[::stride]:
-        props = sound_properties(box, problem, problem.properties)
-        public = set(problem.public_inputs)
-        inputs = [x for x in draw_inputs(problem.strategy or "", n_inputs, seed=seed) if x not in public]
-        hidden = Hidden(box, problem, n_hidden, seed)
-        for mutant in mutant_suite(per_problem, seed=seed, problems=[problem]):
-            if hidden.passes(mutant.source):
-                continue  # equivalent on the hidden pool: no bug to catch
-            run = box.run(
-                mutant.source,
-                problem.entry_point,
-                problem.public_inputs + inputs,
-                expected=problem.public_expected + [None] * len(inputs),
-                properties=props,
-            )
-            n_public = len(problem.public_inputs)
-            row: dict[str, Any] = {
-                "mutant": mutant.name,
-                "public": any(c.kind != "pass" for c in run.cases[:n_public]),
-                "pgs": not run.passed,
-                "property": any(c.kind == "property_violation" for c in run.cases),
-            }
-            if row["pgs"]:
-                picks = {
-                    "min_token": min_token_failure(run.failures, count),
-                    "random": random_failure(run.failures, rng),
-                    "hypothesis": box.shrink(
-                        mutant.source, problem.entry_point, problem.strategy or "", props, max_examples=100
-                    ),
-                }
-                found = {name: case for name, case in picks.items() if case is not None}
-                traced = box.run(mutant.source, problem.entry_point, [c.input for c in found.values()], trace=True)
-                lines = dict(zip(found, (c.lines or () for c in traced.cases), strict=True))
-                for name in CHOICES:
-                    case = found.get(name)
-                    row[f"{name}_tokens"] = float("nan") if case is None else count([case.input])[0]
-                    row[f"{name}_covers"] = float("nan") if case is None else float(mutant.line in lines[name])
-            rows.append(row)
-    return {"rows": rows}
-
-
-def _mean(values: list[float]) -> float:
-    clean = [v for v in values if not math.isnan(v)]
-    return statistics.fmean(clean) if clean else float("nan")
-
-
-def summarise_part1(per_seed: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """Per-seed table rows and pooled figures."""
-    table, pooled_rows = [], []
-    for seed, result in enumerate(per_seed):
-        rows = result["rows"]
-        pooled_rows += rows
-        caught = [r for r in rows if r["pgs"]]
-        table.append({
-            "seed": seed, "bugs": len(rows), "public caught": sum(r["public"] for r in rows),
-            "PGS caught": len(caught), "property caught": sum(r["property"] for r in rows),
-            **{f"{c} tokens": _mean([r[f"{c}_tokens"] for r in caught]) for c in CHOICES},
-            **{f"{c} covers": _mean([r[f"{c}_covers"] for r in caught]) for c in CHOICES},
-        })  # fmt: skip
-    caught = [r for r in pooled_rows if r["pgs"]]
-    public = sum(r["public"] for r in pooled_rows)
-    figures = {
-        "bugs": float(len(pooled_rows)),
-        "public_caught": float(public),
-        "pgs_caught": float(len(caught)),
-        "catch_ratio": len(caught) / public if public else float("inf") if caught else float("nan"),
-        "hypothesis_found": float(sum(not math.isnan(r["hypothesis_tokens"]) for r in caught)),
-    }
-    for c in CHOICES:
-        figures[f"{c}_tokens"] = _mean([r[f"{c}_tokens"] for r in caught])
-        figures[f"{c}_covers"] = _mean([r[f"{c}_covers"] for r in caught])
-    figures["min_token_vs_random"] = figures["min_token_tokens"] / figures["random_tokens"]
-    figures["hypothesis_vs_random"] = figures["hypothesis_tokens"] / figures["random_tokens"]
-    ratios = [row["PGS caught"] / row["public caught"] for row in table if row["public caught"]]
-    figures["catch_ratio_seed_sd"] = statistics.stdev(ratios) if len(ratios) > 1 else float("nan")
-    return table, figures
+from lightning_icml26.tasks import PgsComparisonConfig, PgsDetectionConfig, summarise_detection
 
 
 def load_model(path: str | None) -> HFCausalLM:
@@ -161,48 +35,6 @@ def load_model(path: str | None) -> HFCausalLM:
     tok = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     return HFCausalLM(model, tok, batch_size=1)
-
-
-def part2(box: Sandbox, lm: HFCausalLM, n_mutants: int, refinements: int, tokens: int, seed: int) -> dict[str, Any]:
-    gen = LLMGenerator(lm, max_new_tokens=tokens)
-    rng = random.Random(seed)
-    problems = classic_problems()
-    rng.shuffle(problems)
-    chosen: list[tuple[Mutant, Hidden]] = []
-    for problem in problems:  # one non-equivalent mutant per problem, in a seeded order
-        hidden = Hidden(box, problem, 96, seed)
-        for mutant in mutant_suite(3, seed=seed, problems=[problem]):
-            if not hidden.passes(mutant.source):
-                chosen.append((mutant, hidden))
-                break
-        if len(chosen) == n_mutants:
-            break
-    methods = {
-        "PGS": PGSRefiner(gen, ReferenceTester(seed), box, max_refinements=refinements),
-        "Self-Debug": SelfDebug(gen, box, max_refinements=refinements),
-        "Direct": DirectGeneration(gen, box),
-    }
-    out: dict[str, Any] = {}
-    for name, method in methods.items():
-        fix, pass1, cx = FixRate(), PassAtK(k=1), CounterexampleTokens()
-        start, calls, n_cx = time.perf_counter(), 0, 0
-        for mutant, hidden in chosen:
-            result = method.refine(mutant.problem, None if name == "Direct" else mutant.source)
-            final = hidden.passes(result.program)
-            fix.update(torch.tensor([False]), torch.tensor([final]))
-            pass1.update(torch.tensor([1]), torch.tensor([int(final)]))
-            steps = [s.counterexample_tokens for s in result.steps if s.counterexample is not None]
-            if steps:
-                cx.update(torch.tensor(steps))
-                n_cx += 1
-            calls += result.refinements + (1 if name == "Direct" else 0)
-        out[name] = {
-            "fix_rate": float(fix.compute()), "pass@1": float(pass1.compute()),
-            "counterexample_tokens": float(cx.compute()) if n_cx else float("nan"), "generator_calls": calls,
-            "seconds": time.perf_counter() - start,
-        }  # fmt: skip
-    out["mutants"] = [m.name for m, _ in chosen]
-    return out
 
 
 def fix_ratio(ours: float, baseline: float) -> float:
@@ -233,14 +65,13 @@ def main() -> None:
     per_problem = 1 if args.quick else 2
     n_hidden = 48 if args.quick else 96
     n_mutants, refinements, new_tokens = (1, 1, 96) if args.quick else (3, 5, 96)
-    box = Sandbox(case_seconds=0.25, cpu_seconds=20, memory_mb=512, wall_seconds=30, isolation=args.isolation)
     lm = load_model(args.model)
     start = time.perf_counter()
     per_seed = [
-        part1(box, lm.count_tokens, per_problem, args.seed + s, 64, n_hidden, 2 if args.quick else 1)
+        PgsDetectionConfig(lm, per_problem, args.seed + s, 64, n_hidden, 2 if args.quick else 1, args.isolation).run()
         for s in range(seeds)
     ]
-    table, p1 = summarise_part1(per_seed)
+    table, p1 = summarise_detection(per_seed)
     p1["seconds"] = time.perf_counter() - start
     size = f"{seeds} seed(s), {per_problem} mutant(s) per problem, {15 if args.quick else 30} problems"
     print(f"## Part 1: bugs caught and counterexamples ({size})\n")
@@ -252,7 +83,7 @@ def main() -> None:
           f" {p1['seconds']:.0f} s")  # fmt: skip
     p2 = None
     if not args.skip_llm:
-        p2 = part2(box, lm, n_mutants, refinements, new_tokens, args.seed)
+        p2 = PgsComparisonConfig(lm, n_mutants, refinements, new_tokens, args.seed, args.isolation).run()
         print(f"\n## Part 2: refinement with {args.model or 'SmolLM2-135M-Instruct'} "
               f"({len(p2['mutants'])} mutants, {refinements} refinement(s))\n")  # fmt: skip
         rows = [{"method": m, **p2[m]} for m in ("PGS", "Self-Debug", "Direct")]

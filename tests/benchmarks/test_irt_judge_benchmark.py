@@ -26,8 +26,9 @@ TARGETS = {
 
 def test_quick_run_writes_its_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the paper's regimes at a tenth of their samples, one seed: the same code path as --quick, in seconds
-    small = {name: {**cfg, "n_samples": cfg["n_samples"] // 10} for name, cfg in irt_judge.REGIMES.items()}
-    monkeypatch.setattr(irt_judge, "REGIMES", small)
+    small = {name: {**cfg, "n_samples": cfg["n_samples"] // 10} for name, cfg in irt_judge.IRT_REGIMES.items()}
+    for name, cfg in small.items():  # the package's dict, which the script and the task both read
+        monkeypatch.setitem(irt_judge.IRT_REGIMES, name, cfg)
     monkeypatch.setattr(irt_judge, "NUMPYRO", False)  # NUTS is the slow baseline; its targets are then unmeasured
     out = tmp_path / "irt_judge.json"
     irt_judge.main(["--quick", "--seeds", "1", "--json", str(out)])

@@ -1,4 +1,4 @@
-"""benchmarks/pgs.py: pooled part-1 figures, the fix-rate ratio's edge cases and the target keys."""
+"""benchmarks/pgs.py: pooled part-1 figures (tasks.summarise_detection), fix-rate ratio edge cases, target keys."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import math
 
 import pytest
 
+from lightning_icml26.tasks import COUNTEREXAMPLE_CHOICES, summarise_detection
+
 pgs = importlib.import_module("benchmarks.pgs")
 
 
 def _row(public: bool, caught: bool, tokens: tuple[float, float, float] = (3, 5, 9)) -> dict:
     row = {"mutant": "m", "public": public, "pgs": caught, "property": caught and not public}
-    for name, value in zip(pgs.CHOICES, tokens, strict=True):
+    for name, value in zip(COUNTEREXAMPLE_CHOICES, tokens, strict=True):
         row[f"{name}_tokens"], row[f"{name}_covers"] = value, 1.0
     return row
 
@@ -20,7 +22,7 @@ def _row(public: bool, caught: bool, tokens: tuple[float, float, float] = (3, 5,
 def test_summary_pools_seeds_and_ignores_uncaught_bugs() -> None:
     seed0 = {"rows": [_row(True, True), _row(False, True, (2, float("nan"), 10)), _row(False, False)]}
     seed1 = {"rows": [_row(True, True, (4, 6, 8)), _row(False, True)]}
-    table, figures = pgs.summarise_part1([seed0, seed1])
+    table, figures = summarise_detection([seed0, seed1])
     assert [r["PGS caught"] for r in table] == [2, 2]
     assert figures["public_caught"] == 2.0
     assert figures["pgs_caught"] == 4.0

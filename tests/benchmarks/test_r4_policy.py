@@ -32,9 +32,9 @@ def test_policy_runs_scale_the_schedule_run_seed_major_and_report_each_run(monke
                 "true_return_mean": float(10 * kw["seed"] + len(calls))}  # fmt: skip
 
     monkeypatch.setattr(bench, "run_online", fake_run_online)
-    monkeypatch.setattr(bench, "random_returns", lambda env_id, episodes, seed: [-1.0 - seed] * episodes)
+    monkeypatch.setattr(bench, "random_policy_returns", lambda env_id, episodes, seed: [-1.0 - seed] * episodes)
     seen: list[int] = []
-    runs = bench.policy_runs(["E"], [0, 1], _args(), on_run=lambda r: seen.append(len(r)))
+    runs = bench.policy_runs(["E"], [0, 1], _args(), lambda r: seen.append(len(r)))
     # seed-major: both rewards of seed 0, its random policy, then seed 1
     assert [(c["seed"], c["loss"]) for c in calls] == [(0, "rmse"), (0, "true_reward"), (1, "rmse"), (1, "true_reward")]
     assert [r["reward"] for r in runs] == ["rmse", "true_reward", "random_policy"] * 2
@@ -66,9 +66,9 @@ def test_summarise_policy_means_and_sample_std_over_seeds() -> None:
 
 @requires_module("gymnasium")
 def test_random_returns_on_pendulum_are_reproducible_and_within_the_reward_bounds() -> None:
-    first = bench.random_returns("Pendulum-v1", 3, seed=0)
-    assert first == bench.random_returns("Pendulum-v1", 3, seed=0)
-    assert first != bench.random_returns("Pendulum-v1", 3, seed=1)
+    first = bench.random_policy_returns("Pendulum-v1", 3, seed=0)
+    assert first == bench.random_policy_returns("Pendulum-v1", 3, seed=0)
+    assert first != bench.random_policy_returns("Pendulum-v1", 3, seed=1)
     # each step's reward lies in [-(pi^2 + 0.1 * 8^2 + 0.001 * 2^2), 0]; episodes are 200 steps
     worst_step = np.pi**2 + 0.1 * 64 + 0.001 * 4
     assert all(-200 * worst_step <= r < 0 for r in first)
