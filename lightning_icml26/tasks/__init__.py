@@ -17,6 +17,8 @@ runs it; a recipe's ``task`` node builds that object.
 * :func:`isa_edit_task` (``isa_edit_toy``): a toy in-context video editor, dense then ISA fine-tuning.
 * :func:`itc_minatar_task` with :class:`ItcMinatarConfig` (``itc_minatar``): ITC on MinAtar, world model to an
   agent trained in imagination.
+* :func:`loes_probe_task` with :class:`LoesProbeConfig` (``benchmarks/loes_probe.py``): LOES layer probing
+  against the usual heads, and GeoReg fine-tuning.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
 * :func:`pgs_mutants_task` (``pgs_mutants``): PGS or a debugging baseline repairing the mutant suite.
 * :func:`valueflow_intensity_task` with :class:`ValueflowIntensityConfig` (``valueflow_intensity``): VALUEFLOW's
@@ -53,6 +55,7 @@ from lightning_icml26.tasks.irt_judge import IrtJudgeConfig, irt_judge_task
 from lightning_icml26.tasks.isa_edit import IsaEditConfig, isa_edit_task
 from lightning_icml26.tasks.itc_minatar import ItcMinatarConfig, itc_minatar_task
 from lightning_icml26.tasks.lcpbscm import LcpbscmConfig, lcpbscm_task
+from lightning_icml26.tasks.loes_probe import LoesProbeConfig, loes_probe_task
 from lightning_icml26.tasks.matching_market import MatchingMarketConfig, matching_market_task
 from lightning_icml26.tasks.pgs_mutants import PgsMutantsConfig, pgs_mutants_task
 from lightning_icml26.tasks.valueflow_intensity import ValueflowIntensityConfig, valueflow_intensity_task
@@ -79,6 +82,7 @@ __all__ = [
     "IsaEditConfig",
     "ItcMinatarConfig",
     "LcpbscmConfig",
+    "LoesProbeConfig",
     "MatchingMarketConfig",
     "PgsMutantsConfig",
     "TaskConfig",
@@ -96,6 +100,7 @@ __all__ = [
     "isolated_steps",
     "itc_minatar_task",
     "lcpbscm_task",
+    "loes_probe_task",
     "matching_market_task",
     "pgs_mutants_task",
     "valueflow_intensity_task",
