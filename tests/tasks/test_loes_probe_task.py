@@ -39,8 +39,8 @@ def easy_root(tmp_path: Path) -> Path:
 
 def _config(root: Path, cache: Path) -> LoesProbeConfig:
     return LoesProbeConfig(
-        depth=3, width=16, seeds=(0,), epochs=3, k=2, pretrain_epochs=1, per_class=30, test_per_class=10,
-        calibration_size=40, batch_size=16, finetune_epochs=1, cache_dir=str(cache), root=str(root),
+        depth=2, width=16, seeds=(0,), epochs=1, lr=1e-2, k=1, pretrain_epochs=1, per_class=20, test_per_class=10,
+        calibration_size=30, batch_size=8, finetune_epochs=1, cache_dir=str(cache), root=str(root),
     )  # fmt: skip
 
 
@@ -50,17 +50,17 @@ def test_runner_trains_every_head_and_uses_the_loes_choice(easy_root: Path, tmp_
     assert set(out["test_acc"]) == set(LOES_PROBE_METHODS)
     assert all(0.0 <= v[0] <= 100.0 for v in out["test_acc"].values())
     assert out["test_acc"]["loes"][0] > 60.0  # chance is 20 %: the classes are easy to tell apart
-    assert out["best_single"][0] in range(3)
+    assert out["best_single"][0] in range(2)
     # the LOES head's layers are select_layers' choice on the calibration draw of the seed's split
     dm = FashionResidualFeatures(
-        depth=3, width=16, pretrain_epochs=1, per_class=30, test_per_class=10, calibration_size=40,
+        depth=2, width=16, pretrain_epochs=1, per_class=20, test_per_class=10, calibration_size=30,
         cache_dir=str(tmp_path / "cache"), root=str(easy_root),
     )  # fmt: skip
     dm.setup()
     dm.resplit(0)
     xc, yc = dm.subset("calibration")
-    assert out["loes_layers"] == [list(select_layers(list(xc.transpose(0, 1)), yc, k=2, seed=0).indices)]
-    assert len(out["loes_layers"][0]) == 2
+    assert out["loes_layers"] == [list(select_layers(list(xc.transpose(0, 1)), yc, k=1, seed=0).indices)]
+    assert len(out["loes_layers"][0]) == 1
     assert all(0.0 <= v[0] <= 100.0 for v in out["finetune"].values())
     assert out["georeg_over_ce_gradient_at_start"][0] > 0.0
 
