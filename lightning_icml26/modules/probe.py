@@ -190,7 +190,9 @@ class MultiLayerProbe(LightningModule):
         weight_decay: AdamW weight decay (reference: 1e-4).
         optimizer: optional optimizer factory called with the two parameter groups (Hydra ``_partial_``);
             default AdamW.
-        cosine: cosine learning-rate decay over ``trainer.max_epochs``.
+        cosine: cosine learning-rate decay over the run.
+        cosine_interval: ``"epoch"`` (decay over ``trainer.max_epochs``, stepped once per epoch) or ``"step"``
+            (decay over ``trainer.estimated_stepping_batches``, stepped after every optimizer step).
 
     Example:
         >>> probe = MultiLayerProbe(num_classes=3, embed_dim=8, layers=[0, 2], adapter_dim=16)
@@ -218,8 +220,11 @@ class MultiLayerProbe(LightningModule):
         weight_decay: float = 1e-4,
         optimizer: Callable[[Iterable[dict[str, Any]]], torch.optim.Optimizer] | None = None,
         cosine: bool = True,
+        cosine_interval: str = "epoch",
     ) -> None:
         super().__init__()
+        if cosine_interval not in ("epoch", "step"):
+            raise ValueError(f"cosine_interval must be 'epoch' or 'step', got {cosine_interval!r}")
         if num_classes < 2:
             raise ValueError(f"num_classes must be at least 2, got {num_classes}")
         if embed_dim < 1 or adapter_dim < 1:
@@ -249,7 +254,7 @@ class MultiLayerProbe(LightningModule):
         self.probe = nn.Sequential(nn.LayerNorm(fused), nn.Dropout(dropout), nn.Linear(fused, num_classes))
         self.lr, self.backbone_lr, self.weight_decay = lr, backbone_lr, weight_decay
         self.optimizer_factory = optimizer
-        self.cosine = cosine
+        self.cosine, self.cosine_interval = cosine, cosine_interval
         self.train_acc = torchmetrics.Accuracy(task="multiclass", num_classes=num_classes)
         self.val_acc = torchmetrics.Accuracy(task="multiclass", num_classes=num_classes)
         self.test_acc = torchmetrics.Accuracy(task="multiclass", num_classes=num_classes)
@@ -331,6 +336,10 @@ class MultiLayerProbe(LightningModule):
             optimizer = self.optimizer_factory(groups)
         if not self.cosine:
             return optimizer
+        if self.cosine_interval == "step":
+            steps = max(int(self.trainer.estimated_stepping_batches), 1) if self._trainer is not None else 1
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
         epochs = max(int(self.trainer.max_epochs or 1), 1) if self._trainer is not None else 1
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
         return {"optimizer": optimizer, "lr_scheduler": scheduler}

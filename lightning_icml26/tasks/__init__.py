@@ -21,6 +21,8 @@ runs it; a recipe's ``task`` node builds that object.
 * :func:`isa_edit_task` (``isa_edit_toy``): a toy in-context video editor, dense then ISA fine-tuning.
 * :func:`itc_minatar_task` with :class:`ItcMinatarConfig` (``itc_minatar``): ITC on MinAtar, world model to an
   agent trained in imagination.
+* :func:`loes_probe_task` with :class:`LoesProbeConfig` (``benchmarks/loes_probe.py``): LOES layer probing
+  against the usual heads, and GeoReg fine-tuning.
 * :func:`lcpbscm_task` (``lcpbscm_synthetic``, ``lcpbscm_rwm1984``): causal discovery on count data.
 * :func:`lcpbscm_local_task`, :func:`lcpbscm_graphs_task` (``benchmarks/lc_pb_scm.py``): 3-variable patterns and
   random graphs, LCPBSCM against PGFSkeleton and PC with a G-test (:func:`pc_gsq`).
@@ -79,6 +81,7 @@ from lightning_icml26.tasks.lcpbscm_study import (
     lcpbscm_local_task,
     pc_gsq,
 )
+from lightning_icml26.tasks.loes_probe import LoesProbeConfig, loes_probe_task
 from lightning_icml26.tasks.matching_market import MatchingMarketConfig, matching_market_task
 from lightning_icml26.tasks.pgs_mutants import PgsMutantsConfig, pgs_mutants_task
 from lightning_icml26.tasks.pgs_study import (
@@ -129,6 +132,7 @@ __all__ = [
     "LcpbscmConfig",
     "LcpbscmGraphsConfig",
     "LcpbscmLocalConfig",
+    "LoesProbeConfig",
     "MatchingMarketConfig",
     "PgsComparisonConfig",
     "PgsDetectionConfig",
@@ -153,6 +157,7 @@ __all__ = [
     "lcpbscm_graphs_task",
     "lcpbscm_local_task",
     "lcpbscm_task",
+    "loes_probe_task",
     "matching_market_task",
     "pc_gsq",
     "pgs_comparison_task",

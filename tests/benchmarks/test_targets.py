@@ -94,7 +94,7 @@ def test_loes_and_r4_and_arbg_targets():
         for (b, n, m), tau in taus.items()
         for seed in (0, 1)
     ]
-    rows = r4_module.summarise(runs)
+    rows = importlib.import_module("lightning_icml26.tasks").summarise_alignment(runs)
     r4 = r4_module.build_targets(rows)
     assert r4.keys() == {"r4_minus_paper_baselines_tau_min_clean", "r4_minus_paper_baselines_tau_min_noisy"}
     # clean cell: r4 mean 0.75, rbrl 0.6, bt_queries 0.71 -> min margin 0.04 (bt_ratings ignored)

@@ -107,3 +107,22 @@ def test_fusions():
     torch.testing.assert_close(weighted(h), h.mean(1))  # zero logits = uniform weights
     with pytest.raises(ValueError, match="fusion"):
         LayerFusion(3, "max")
+
+
+@pytest.mark.parametrize(("interval", "t_max", "steps_taken"), [("step", 6, 6), ("epoch", 2, 2)])
+def test_cosine_interval_sets_the_schedule_length(interval: str, t_max: int, steps_taken: int):
+    from lightning.pytorch import Trainer
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    probe = MultiLayerProbe(num_classes=3, embed_dim=4, layers=[0], adapter_dim=4, cosine_interval=interval)
+    data = DataLoader(TensorDataset(torch.randn(12, 2, 4), torch.arange(12) % 3), batch_size=4)  # 3 steps / epoch
+    trainer = Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                      enable_model_summary=False, accelerator="cpu")  # fmt: skip
+    trainer.fit(probe, data)
+    scheduler = trainer.lr_scheduler_configs[0].scheduler
+    assert (scheduler.T_max, scheduler.last_epoch) == (t_max, steps_taken)
+    # at the end of the schedule the cosine has decayed to zero in both cases
+    assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="cosine_interval"):
+        MultiLayerProbe(num_classes=3, embed_dim=4, cosine_interval="batch")
