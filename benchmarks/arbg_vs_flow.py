@@ -14,6 +14,7 @@ E-W2 (kT) after SNIS reweighting, E-W2 before it, and the validation NLL (nats p
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from pathlib import Path
@@ -77,7 +78,8 @@ def summarise(name: str, runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any
         for model in ("arbg", "flow"):
             values = [r[model][metric] for r in runs]
             stats[model] = statistics.fmean(values)
-            stats[f"{model}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+            spread = statistics.stdev(values) if len(values) > 1 and not any(map(math.isnan, values)) else 0.0
+            stats[f"{model}_std"] = math.nan if any(map(math.isnan, values)) else spread
         win = stats["arbg"] > stats["flow"] if better == "higher" else stats["arbg"] < stats["flow"]
         means[metric] = stats
         rows.append({"system": name, "metric": metric, **stats, "ArBG/flow": ratio(stats["arbg"], stats["flow"]),
