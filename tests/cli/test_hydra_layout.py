@@ -20,20 +20,15 @@ from lightning_icml26._schema import TrainerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = [r.name for r in _recipes.list_recipes()]
-TASKS = {
-    "fair_compas",
-    "r4_pendulum",
-    "r4_halfcheetah",
-    "irt_judge",
-    "wayse_market",
-    "asr_icl_compas",
-    "lcpbscm_synthetic",
-    "lcpbscm_rwm1984",
-    "isa_edit_toy",
-    "itc_minatar",
-    "pgs_mutants",
-    "valueflow_intensity",
-}
+RECIPE_DIR = ROOT / "lightning_icml26" / "recipes"
+
+
+def _defaults(recipe: str) -> list[object]:
+    return list(yaml.safe_load((RECIPE_DIR / f"{recipe}.yaml").read_text()).get("defaults", []))
+
+
+# A task recipe picks an option of the ``task`` group in its defaults; the others train with data/model/trainer.
+TASKS = {name for name in RECIPES if any(isinstance(d, dict) and "task" in d for d in _defaults(name))}
 TRAINING = [name for name in RECIPES if name not in TASKS]
 GROUPS = ["trainer", "logger", "callbacks", "data", "model", "model/optimizer", "strategy", "task"]
 
