@@ -166,7 +166,7 @@ __all__ = [
     "summarise_detection",
     "summarise_irt_regimes",
     "valueflow_intensity_task",
-    *_LAZY,
+    *(name for name in _LAZY if not name.isupper()),  # the lazy constants are importable, not API-listed
 ]
 
 
