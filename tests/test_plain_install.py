@@ -34,6 +34,7 @@ NEEDS_EXTRA = {
     "lightning_icml26.ops.attention.isa.triton_kernels": "triton",
     "lightning_icml26.data.rl.envs": "gymnasium",
     "lightning_icml26.tasks.r4_online": "gymnasium",
+    "lightning_icml26.tasks.r4_alignment": "gymnasium",
 }
 HINT = "pip install 'lightning-icml26["
 
