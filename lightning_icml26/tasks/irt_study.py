@@ -214,7 +214,13 @@ def irt_nuts_task(config: IrtNutsConfig) -> dict[str, Any]:
         diagnostic difference), ``verdicts_agree`` and ``corr_alpha`` (discriminations of the two fits).
 
     Example:
-        >>> row = IrtNutsConfig("clean", seed=0, draws=20).run()  # doctest: +SKIP
+        ``IrtNutsConfig("clean", seed=0, draws=20).run()`` needs numpyro (not a dependency); the settings are
+        checked when built:
+
+        >>> IrtNutsConfig("clean", seed=0, draws=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: IrtNutsConfig.draws must be >= 1, got 0
     """
     sim = simulate_judge(seed=config.seed, **IRT_REGIMES[config.regime])
     counts = scores_to_counts(sim.scores, 5)
@@ -271,7 +277,13 @@ def irt_docstring_judge_task(config: IrtDocstringJudgeConfig) -> dict[str, Any]:
         ``score_histogram``, ``seconds`` and the fourth variant's instruction (``paraphrase``).
 
     Example:
-        >>> out = IrtDocstringJudgeConfig(n_samples=20).run()  # doctest: +SKIP
+        ``IrtDocstringJudgeConfig(n_samples=20).run()`` loads SmolLM2 (minutes on a CPU); the settings are checked
+        when built:
+
+        >>> IrtDocstringJudgeConfig(n_samples=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: IrtDocstringJudgeConfig.n_samples must be >= 2, got 1
     """
     n = config.n_samples
     texts, levels = degraded_docstrings(n_samples=n, n_levels=5, seed=0)

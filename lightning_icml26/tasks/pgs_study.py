@@ -155,8 +155,9 @@ def pgs_detection_task(config: PgsDetectionConfig) -> dict[str, Any]:
         :data:`COUNTEREXAMPLE_CHOICES` (``nan`` where that choice found no counterexample).
 
     Example:
-        >>> rows = PgsDetectionConfig(per_problem=1, num_inputs=8, n_hidden=16, stride=15,
-        ...                           isolation="process").run()["rows"]  # doctest: +SKIP
+        >>> rows = PgsDetectionConfig(per_problem=1, num_inputs=8, n_hidden=16, stride=15).run()["rows"]
+        >>> len(rows), "pgs" in rows[0]
+        (2, True)
     """
     box, rng = _sandbox(config.isolation), random.Random(config.seed)
     rows: list[dict[str, Any]] = []
@@ -303,7 +304,13 @@ def pgs_comparison_task(config: PgsComparisonConfig) -> dict[str, Any]:
         ``counterexample_tokens``, ``generator_calls`` and ``seconds``; ``"mutants"``: the mutants' names.
 
     Example:
-        >>> out = PgsComparisonConfig(model=smollm2(), n_mutants=1, refinements=1).run()  # doctest: +SKIP
+        ``PgsComparisonConfig(model=smollm2(), n_mutants=1, refinements=1).run()`` generates code with SmolLM2
+        (minutes on a CPU); without a model the settings are refused:
+
+        >>> PgsComparisonConfig()
+        Traceback (most recent call last):
+        ...
+        TypeError: PgsComparisonConfig.model must be a LanguageModel, got None
     """
     box = _sandbox(config.isolation)
     assert config.model is not None  # checked by PgsComparisonConfig
