@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+import types
 import warnings
 from pathlib import Path
 
@@ -78,3 +79,16 @@ def test_moved_modules_are_public_paths_that_exist_no_more() -> None:
         relative = Path(*old.split(".")[1:])
         assert not (package_root / relative).with_suffix(".py").exists(), old
         assert not (package_root / relative).is_dir(), old
+
+
+def test_the_old_video_qkv_module_path_leaves_the_function_in_place() -> None:
+    import lightning_icml26.data as data
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        importlib.import_module("lightning_icml26.data.video_qkv")  # the old path of isa_video_qkv
+    assert callable(data.video_qkv)
+    assert not isinstance(data.video_qkv, types.ModuleType)
+    from lightning_icml26.data import video_qkv
+
+    assert video_qkv is data.isa_video_qkv.video_qkv

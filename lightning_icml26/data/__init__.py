@@ -9,6 +9,8 @@ package's other modules never use.
 from __future__ import annotations
 
 import importlib
+import sys
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lightning_icml26.data.arm_recall import RECALL_TASKS, RecallDataModule, RecallDataset, make_recall_batch
@@ -159,3 +161,19 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'lightning_icml26.data' has no attribute {name!r}")
+
+
+class _DataPackage(ModuleType):
+    """This package's module type, which keeps the exported ``video_qkv`` function in place.
+
+    The old path of the ``isa_video_qkv`` module (``video_qkv`` in this package, still importable for one
+    release) must not replace the function when the import system binds the imported submodule to its parent.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "video_qkv" and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _DataPackage

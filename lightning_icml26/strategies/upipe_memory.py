@@ -215,7 +215,9 @@ def longest_sequence(fits: Callable[[int], bool], base: int, quantum: int) -> in
 
     Example:
         >>> longest_sequence(lambda s: s <= 1000, base=64, quantum=8)
-        992
+        1000
+        >>> longest_sequence(lambda s: s <= 30_000, base=1024, quantum=64)  # the largest multiple of 64
+        29952
     """
     _positive("quantum", quantum)
     lo = base if fits(base) else quantum
