@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 
 @dataclass(frozen=True)
-class TaskConfig:
+class TaskConfig(ABC):
     """Settings of one task runner; ``run()`` runs the task and returns its figures.
 
     A task runner takes one object, not a long list of keyword arguments: a subclass is a frozen dataclass
@@ -26,12 +27,12 @@ class TaskConfig:
         ...         return {"double": 2.0 * self.x}
         >>> Double(x=3).run()
         {'double': 6.0}
-        >>> TaskConfig().run()
+        >>> TaskConfig()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        NotImplementedError: TaskConfig.run: a task's settings class defines run()
+        TypeError: Can't instantiate abstract class TaskConfig ...
     """
 
+    @abstractmethod
     def run(self) -> dict[str, Any]:
         """Run the task with these settings and return its figures (a flat mapping of scalars and lists)."""
-        raise NotImplementedError(f"{type(self).__name__}.run: a task's settings class defines run()")

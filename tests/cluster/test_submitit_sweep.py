@@ -23,14 +23,19 @@ TINY = [
 ]
 
 
-@pytest.mark.slow
-@requires_module("hydra_plugins.hydra_submitit_launcher")
-def test_a_sweep_through_submitit_local_runs_each_point_to_finished(tmp_path: Path) -> None:
+def _sweep(points: str, root: Path) -> subprocess.CompletedProcess[str]:
+    """``icml26 run quickstart -m hydra/launcher=submitit_local POINTS`` at tiny sizes, jobs under ``root``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "ICML26_RUN_ID": "sweep"}
     env.pop("ICML26_RUN_DIR", None)
     command = [sys.executable, "-m", "lightning_icml26.cli", "run", "quickstart", "-m", "hydra/launcher=submitit_local"]
-    command += ["model.optimizer.lr=0.01,0.003", *TINY, "--output-root", str(tmp_path)]
-    proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    command += [points, *TINY, "--output-root", str(root)]
+    return subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+@requires_module("hydra_plugins.hydra_submitit_launcher")
+def test_a_sweep_through_submitit_local_runs_each_point_to_finished(tmp_path: Path) -> None:
+    proc = _sweep("model.optimizer.lr=0.01,0.003", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     sweep = tmp_path / "quickstart" / "sweep"
     assert "Submitit 'local' sweep output dir" in proc.stdout + proc.stderr
@@ -46,11 +51,7 @@ def test_a_sweep_through_submitit_local_runs_each_point_to_finished(tmp_path: Pa
 @pytest.mark.slow
 @requires_module("hydra_plugins.hydra_submitit_launcher")
 def test_a_failed_job_of_a_submitit_sweep_fails_the_launch(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "ICML26_RUN_ID": "sweep"}
-    env.pop("ICML26_RUN_DIR", None)
-    command = [sys.executable, "-m", "lightning_icml26.cli", "run", "quickstart", "-m", "hydra/launcher=submitit_local"]
-    command += ["model.optimizer.lr=0.01,1e30", *TINY, "--output-root", str(tmp_path)]
-    proc = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = _sweep("model.optimizer.lr=0.01,1e30", tmp_path)
     assert proc.returncode == 1, proc.stderr[-3000:]  # the job ran in a worker process; the launch still fails
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "nan" in proc.stderr.splitlines()[-1]
