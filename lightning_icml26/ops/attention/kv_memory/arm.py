@@ -590,6 +590,18 @@ class ARMAttention(nn.Module):
             g = g * active.to(g.dtype).view(-1, 1, 1)
         usage = cache.usage + g * (1 - cache.usage)
         mk, mv, occ = slot_write(mk, mv, occ, src_k, src_v, z, self.gate_w, self.gate_b, active)
+        return self._slide_window_and_read(cache, (qh, kh, vh), (mk, mv, occ, usage))
+
+    def _slide_window_and_read(
+        self, cache: ARMCache, qkv: tuple[Tensor, Tensor, Tensor], memory: tuple[Tensor, Tensor, Tensor, Tensor]
+    ) -> tuple[Tensor, ARMCache]:
+        """One decode step's read, shared by :meth:`step` and its no-grad fast path.
+
+        Slides the window by the new key/value, reads the window and the written memory, and returns the output
+        with the next cache.
+        """
+        qh, kh, vh = qkv
+        mk, mv, occ, usage = memory
         win_k, win_v, win_ok = cache.win_k, cache.win_v, cache.win_valid
         if self.window:
             win_k = torch.cat([win_k[:, :, 1:], kh], dim=2)
@@ -640,26 +652,7 @@ class ARMAttention(nn.Module):
         mv = cache.mem_v.clone().scatter_(2, rows, (1 - w) * old_v + w * src_v.unsqueeze(-2))
         hit = torch.ones_like(slot, dtype=torch.bool) if active is None else active.view(-1, 1, 1).expand(b, h, 1)
         occ = cache.occupied.clone().scatter_(2, slot, cache.occupied.gather(2, slot) | hit)
-        win_k, win_v, win_ok = cache.win_k, cache.win_v, cache.win_valid
-        if self.window:
-            win_k = torch.cat([win_k[:, :, 1:], kh], dim=2)
-            win_v = torch.cat([win_v[:, :, 1:], vh], dim=2)
-            win_ok = torch.cat([win_ok[:, 1:], torch.ones_like(win_ok[:, :1])], dim=1)
-        scale = self.head_dim**-0.5
-        scores = torch.matmul(qh, win_k.transpose(-1, -2)) * scale
-        mem_scores = torch.einsum("bhtd,bhmd->bhtm", qh, mk) * scale
-        out, slots, cost = self._read(
-            qh,
-            scores,
-            win_ok[:, None, None, :],
-            win_v,
-            mem_scores,
-            occ.unsqueeze(2),
-            lambda p: torch.einsum("bhtm,bhmd->bhtd", p, mv),
-        )
-        self.last_aux_loss, self.last_slots_read = cost, slots.mean()
-        new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
-        return out.transpose(1, 2), new
+        return self._slide_window_and_read(cache, (qh, kh, vh), (mk, mv, occ, usage))
 
     def _check_qkv(self, q: Tensor, k: Tensor, v: Tensor) -> None:
         for name, t in (("q", q), ("k", k), ("v", v)):
