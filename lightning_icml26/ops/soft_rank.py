@@ -11,37 +11,70 @@ Both operators are Euclidean projections onto a permutahedron, computed through 
   ``scipy.stats.rankdata``; the convention R4 uses).
 * soft sort: ``s_eps(theta) = P(rho / eps, theta)``, the values of ``theta`` sorted, smoothed.
 
-The isotonic regression is solved exactly, by one of two algorithms that give the same unique solution. Rows
-longer than ``PAV_MIN_LENGTH`` (0: every row, the measured crossover, ``benchmarks/overhead.py``) use
-pool-adjacent-violators, batched in torch: every round pools all adjacent violating blocks of every row at once,
-a few ``O(B n)`` tensor operations per round (up to ``SCIPY_MAX_ROWS`` rows of at least ``SCIPY_MIN_LENGTH``:
-scipy's compiled PAV, one call per row). The other path is the classical min-max formula (Barlow et al. 1972;
-Robertson, Wright and Dykstra 1988, Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a
-decreasing fit, in ``O(n^2)`` time and memory per row; it is kept as the independent reference the tests compare
-with. The blocks of
-the solution (maximal runs of equal values, the pools PAV would form) are then read off, and the returned
-values are recomputed as block means of the input. Differentiating those block means with the blocks held
+The isotonic regression is solved exactly, by one of three algorithms that give the same unique solution
+(``ISOTONIC_SOLVER``; ``"auto"`` picks the first that applies):
+
+* ``"compiled"`` (CPU, float32 / float64): pool-adjacent-violators compiled with numba
+  (:mod:`lightning_icml26.ops.soft_rank_kernels`), ``O(n)`` per row after the sort. For ``soft_rank`` the sort,
+  the pooling and the scatter back are one compiled call, and the backward pass is the block-averaging Jacobian
+  in torch (so double backward works). It costs about 3x ``torch.sort`` from ``n = 8`` to ``n = 1024`` and for
+  batched rows (``benchmarks/overhead.py``), where the torch paths cost 13-70x on single rows.
+* ``"pav"`` (any device): pool-adjacent-violators batched in torch; every round pools all adjacent violating
+  blocks of every row at once, a few ``O(B n)`` tensor operations per round.
+* ``"min_max"``: the classical min-max formula (Barlow et al. 1972; Robertson, Wright and Dykstra 1988,
+  Thm. 1.4.4), ``v_i = min_{j <= i} max_{k >= i} mean(y_j..y_k)`` for a decreasing fit, in ``O(n^2)`` time and
+  memory per row; kept as the independent reference the tests compare the other two with.
+
+The blocks of the solution (maximal runs of equal values, the pools PAV forms) are then read off, and the
+returned values are recomputed as block means of the input. Differentiating those block means with the blocks held
 fixed gives the exact Jacobian of the isotonic regression (Blondel et al. 2020, Lemma 1: a block-diagonal
 matrix whose block of size ``m`` has every entry ``1/m``); autograd then chains it through the sorting
-permutations, so forward and backward are pure torch and support double backward. At inputs where two adjacent
+permutations (on the torch paths; the compiled ``soft_rank`` applies the same Jacobian in its backward pass), so
+forward and backward support double backward. At inputs where two adjacent
 pools have equal means the map is not differentiable; there the returned Jacobian is the one of the merged pool,
 an element of the generalised Jacobian.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-from scipy.optimize import isotonic_regression
+import functools
+import importlib
+from types import ModuleType
+from typing import Any
 
-__all__ = ["isotonic_regression_decreasing", "soft_rank", "soft_sort"]
+import torch
+
+from lightning_icml26._optional import is_available
+
+__all__ = ["ISOTONIC_SOLVERS", "isotonic_regression_decreasing", "soft_rank", "soft_sort"]
 
 _DIRECTIONS = ("ascending", "descending")
-# Rows longer than this use pool-adjacent-violators (O(n)); shorter ones the batched O(n^2) min-max formula.
-PAV_MIN_LENGTH = 0
-# A few long rows: scipy's compiled PAV, one call per row, beats the batched rounds' fixed cost (measured, overhead.py:
-# one row of 256 or 1,024); many rows: the batched rounds win (256 rows of 100: 5x torch.sort against 17x).
-SCIPY_MAX_ROWS, SCIPY_MIN_LENGTH = 4, 129
+ISOTONIC_SOLVERS = ("auto", "compiled", "pav", "min_max")
+# Which algorithm finds the pools (module docstring); tests set it to compare the paths.
+ISOTONIC_SOLVER = "auto"
+_COMPILED_DTYPES = (torch.float32, torch.float64)
+
+
+@functools.cache
+def _kernels() -> ModuleType | None:
+    """The numba kernels, imported on first use (numba's import costs about half a second); ``None`` without numba."""
+    if not is_available("numba"):
+        return None
+    return importlib.import_module("lightning_icml26.ops.soft_rank_kernels")
+
+
+def _solver(y: torch.Tensor) -> str:
+    """The solver for ``y``: ``ISOTONIC_SOLVER``, with ``"auto"`` resolved by device, dtype and numba."""
+    if ISOTONIC_SOLVER not in ISOTONIC_SOLVERS:
+        raise ValueError(f"ISOTONIC_SOLVER must be one of {ISOTONIC_SOLVERS}, got {ISOTONIC_SOLVER!r}")
+    compiled_applies = y.device.type == "cpu" and y.dtype in _COMPILED_DTYPES and _kernels() is not None
+    if ISOTONIC_SOLVER == "compiled" and not compiled_applies:
+        raise ValueError(
+            f"ISOTONIC_SOLVER='compiled' needs a float32/float64 CPU tensor and numba, got {y.dtype} on {y.device}"
+        )
+    if ISOTONIC_SOLVER == "auto":
+        return "compiled" if compiled_applies else "pav"
+    return ISOTONIC_SOLVER
 
 
 def _check(values: torch.Tensor, regularization_strength: float, direction: str) -> None:
@@ -59,21 +92,21 @@ def _check(values: torch.Tensor, regularization_strength: float, direction: str)
 
 def _pool_ids(y: torch.Tensor) -> torch.Tensor:
     """Pool (block) index of every position of the decreasing isotonic regression of ``y`` (shape (B, n))."""
-    if y.shape[-1] > PAV_MIN_LENGTH:
-        if y.shape[0] <= SCIPY_MAX_ROWS and y.shape[-1] >= SCIPY_MIN_LENGTH:
-            return _pool_ids_scipy(y)
+    solver = _solver(y)
+    if solver == "compiled":
+        return _pool_ids_compiled(y)
+    if solver == "pav":
         return _pool_ids_pav(y)
     return _pool_ids_min_max(y)
 
 
-def _pool_ids_scipy(y: torch.Tensor) -> torch.Tensor:
-    """:func:`_pool_ids` by scipy's pool-adjacent-violators, one row at a time: ``O(n)`` per row."""
-    rows = y.detach().to(torch.float64).cpu().numpy()
-    ids = np.empty(rows.shape, dtype=np.int64)
-    for b, row in enumerate(rows):
-        starts = isotonic_regression(row, increasing=False).blocks
-        ids[b] = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
-    return torch.from_numpy(ids).to(y.device)
+def _pool_ids_compiled(y: torch.Tensor) -> torch.Tensor:
+    """:func:`_pool_ids` by the compiled stack PAV (:mod:`lightning_icml26.ops.soft_rank_kernels`), row by row."""
+    kernels = _kernels()
+    assert kernels is not None  # _solver checked it
+    pools = torch.empty(y.shape, dtype=torch.int64)
+    kernels.decreasing_pool_ids(y.detach().contiguous().numpy(), pools.numpy())
+    return pools
 
 
 def _pool_ids_pav(y: torch.Tensor) -> torch.Tensor:
@@ -165,6 +198,38 @@ def _project_permutahedron(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return z - torch.empty_like(fit).scatter(-1, order, fit)
 
 
+def _compiled_ranks(values: torch.Tensor, scale: float, with_backward: bool = True) -> tuple[torch.Tensor, ...]:
+    """Soft ranks of ``(B, n)`` CPU rows of ``scale * values``; with their sort order and pool ids if asked."""
+    kernels = _kernels()
+    assert kernels is not None  # _solver checked it
+    out, order, pools = kernels.project_onto_rank_permutahedron(values.detach().contiguous().numpy(), scale)
+    if not with_backward:
+        return (torch.from_numpy(out),)
+    return torch.from_numpy(out), torch.from_numpy(order), torch.from_numpy(pools)
+
+
+class _CompiledRankProjection(torch.autograd.Function):
+    """Soft ranks of ``(B, n)`` CPU rows in one compiled call; backward is the exact block-averaging Jacobian.
+
+    With ``out = z - scatter(order, blockmean(z[order] - rho))`` and ``z = scale * values``, the vector-Jacobian
+    product is ``scale * (g - scatter(order, blockmean(g[order])))`` (the pools held fixed, Blondel et al. 2020,
+    Lemma 1). It is computed with torch operations, so it is itself differentiable (double backward).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, values: torch.Tensor, scale: float) -> torch.Tensor:
+        out, order, pools = _compiled_ranks(values, scale)
+        ctx.save_for_backward(order, pools)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        order, pools = ctx.saved_tensors
+        pooled = _block_means(grad.gather(-1, order), pools)
+        return ctx.scale * (grad - torch.empty_like(pooled).scatter(-1, order, pooled)), None
+
+
 def soft_rank(values: torch.Tensor, regularization_strength: float = 1.0, direction: str = "ascending") -> torch.Tensor:
     """Soft ranks of ``values`` along the last dimension (Blondel et al. 2020, quadratic regularisation).
 
@@ -197,6 +262,11 @@ def soft_rank(values: torch.Tensor, regularization_strength: float = 1.0, direct
     # Projecting +values / eps onto perm(rho), rho = (n, ..., 1), gives the largest value the largest rank n;
     # projecting -values / eps gives it rank 1.
     sign = 1.0 if direction == "ascending" else -1.0
+    if n > 0 and values.numel() > 0 and _solver(values) == "compiled":
+        flat, scale = values.reshape(-1, n), sign / regularization_strength
+        if torch.is_grad_enabled() and values.requires_grad:
+            return _CompiledRankProjection.apply(flat, scale).reshape(values.shape)
+        return _compiled_ranks(flat, scale, with_backward=False)[0].view(values.shape)
     rho = torch.arange(n, 0, -1, dtype=values.dtype, device=values.device)
     return _project_permutahedron(values * (sign / regularization_strength), rho.expand_as(values))
 

@@ -127,26 +127,71 @@ def test_errors() -> None:
         soft_rank(torch.tensor(1.0))
 
 
-@pytest.mark.parametrize("n", [129, 600])
-def test_pav_path_equals_min_max_path_values_and_gradients(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Long rows use pool-adjacent-violators (O(n)); it must give the O(n^2) formula's values and gradients."""
+@pytest.mark.parametrize("solver", ["compiled", "pav"])
+@pytest.mark.parametrize(("rows", "n"), [(1, 8), (3, 129), (3, 600)])
+def test_solver_equals_min_max_values_and_gradients(
+    solver: str, rows: int, n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every PAV path (compiled numba, batched torch) gives the O(n^2) formula's values and gradients."""
     torch.manual_seed(n)
-    values = torch.randn(3, n, dtype=torch.float64)
-    values[1] = torch.round(values[1] * 2)  # ties: pools of equal means
-    upstream = torch.randn(3, n, dtype=torch.float64)
+    values = torch.randn(rows, n, dtype=torch.float64)
+    values[-1] = torch.round(values[-1] * 2)  # ties: pools of equal means
+    upstream = torch.randn(rows, n, dtype=torch.float64)
 
-    def ranks_and_grad(threshold: int) -> tuple[torch.Tensor, torch.Tensor]:
-        monkeypatch.setattr(soft_rank_module, "PAV_MIN_LENGTH", threshold)
+    def ranks_and_grad(chosen: str) -> tuple[torch.Tensor, torch.Tensor]:
+        monkeypatch.setattr(soft_rank_module, "ISOTONIC_SOLVER", chosen)
         x = values.clone().requires_grad_(True)
         out = soft_rank(x, regularization_strength=0.3)
         (out * upstream).sum().backward()
         assert x.grad is not None
         return out.detach(), x.grad
 
-    pav = ranks_and_grad(0)
-    min_max = ranks_and_grad(10**9)
-    torch.testing.assert_close(pav[0], min_max[0], rtol=0, atol=1e-9)
-    torch.testing.assert_close(pav[1], min_max[1], rtol=0, atol=1e-9)
+    path = ranks_and_grad(solver)
+    min_max = ranks_and_grad("min_max")
+    torch.testing.assert_close(path[0], min_max[0], rtol=0, atol=1e-9)
+    torch.testing.assert_close(path[1], min_max[1], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_soft_rank_without_grad_keeps_dtype_and_batch_shape(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled no-grad path keeps dtype and shape and equals the min-max reference (float32 within rounding)."""
+    values = torch.randn(2, 3, 50, generator=torch.Generator().manual_seed(11)).to(dtype)
+    compiled = soft_rank(values, regularization_strength=0.2, direction="descending")
+    assert compiled.dtype == dtype
+    assert compiled.shape == values.shape
+    monkeypatch.setattr(soft_rank_module, "ISOTONIC_SOLVER", "min_max")
+    reference = soft_rank(values.double(), regularization_strength=0.2, direction="descending")
+    torch.testing.assert_close(compiled.double(), reference, rtol=1e-5, atol=1e-4)
+
+
+def test_compiled_soft_rank_double_backward_matches_pav(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled path's backward is differentiable: its second derivatives equal the torch path's (zero a.e.)."""
+    values = torch.randn(2, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
+    weights = torch.randn(2, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(13))
+    direction = torch.randn(2, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(14))
+
+    def hessian_vector(chosen: str) -> tuple[torch.Tensor, torch.Tensor]:
+        monkeypatch.setattr(soft_rank_module, "ISOTONIC_SOLVER", chosen)
+        x = values.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad((soft_rank(x, 0.5) ** 2 * weights).sum(), x, create_graph=True)
+        (second,) = torch.autograd.grad((grad * direction).sum(), x)  # a Hessian-vector product
+        return grad.detach(), second
+
+    compiled, pav = hessian_vector("compiled"), hessian_vector("pav")
+    torch.testing.assert_close(compiled[0], pav[0], rtol=0, atol=1e-9)
+    torch.testing.assert_close(compiled[1], pav[1], rtol=0, atol=1e-9)
+    assert compiled[1].abs().sum() > 0  # 2 J^T diag(w) J v: the square makes it non-zero
+
+
+def test_unknown_solver_and_compiled_on_unsupported_dtype_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(soft_rank_module, "ISOTONIC_SOLVER", "fast")
+    with pytest.raises(ValueError, match="ISOTONIC_SOLVER must be one of"):
+        soft_rank(torch.zeros(3))
+    monkeypatch.setattr(soft_rank_module, "ISOTONIC_SOLVER", "compiled")
+    with pytest.raises(ValueError, match="float32/float64 CPU tensor"):
+        soft_rank(torch.zeros(3, dtype=torch.bfloat16))
 
 
 def test_pav_path_gradcheck_and_large_n() -> None:
@@ -157,10 +202,10 @@ def test_pav_path_gradcheck_and_large_n() -> None:
     torch.testing.assert_close(ranks, torch.argsort(torch.argsort(big)).double() + 1)
 
 
-def test_batched_pav_matches_scipy_isotonic_regression() -> None:
-    """The batched PAV (every row, every round at once) against scipy's sequential PAV, row by row, ties included."""
-    from scipy.optimize import isotonic_regression
-
+@pytest.mark.parametrize("solver", ["compiled", "pav"])
+def test_pav_paths_match_scipy_isotonic_regression(solver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled and the batched PAV against scipy's sequential PAV, row by row, ties included."""
+    monkeypatch.setattr(soft_rank_module, "ISOTONIC_SOLVER", solver)
     gen = torch.Generator().manual_seed(7)
     rows = torch.cat([torch.randn(20, 64, generator=gen), torch.round(torch.randn(20, 64, generator=gen) * 2)])
     rows[0] = torch.arange(64.0)  # fully increasing: one pool
@@ -169,21 +214,3 @@ def test_batched_pav_matches_scipy_isotonic_regression() -> None:
     for row, fit in zip(rows.double().numpy(), got, strict=True):
         expected = torch.from_numpy(isotonic_regression(row, increasing=False).x.copy())
         torch.testing.assert_close(fit, expected, rtol=0, atol=1e-12)
-
-
-def test_scipy_path_for_few_long_rows_equals_batched_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Few long rows go through scipy's PAV; the batched path gives the same values and gradients."""
-    values = torch.randn(2, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
-    upstream = torch.randn(2, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
-
-    def ranks_and_grad(max_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-        monkeypatch.setattr(soft_rank_module, "SCIPY_MAX_ROWS", max_rows)
-        x = values.clone().requires_grad_(True)
-        out = soft_rank(x, regularization_strength=0.5)
-        (out * upstream).sum().backward()
-        assert x.grad is not None
-        return out.detach(), x.grad
-
-    scipy_path, batched = ranks_and_grad(4), ranks_and_grad(0)
-    torch.testing.assert_close(scipy_path[0], batched[0], rtol=0, atol=1e-9)
-    torch.testing.assert_close(scipy_path[1], batched[1], rtol=0, atol=1e-9)
