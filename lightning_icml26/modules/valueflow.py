@@ -75,11 +75,17 @@ class MiniLMEncoder(nn.Module):
     Args:
         max_length: tokens per text at most.
 
+    The encoder starts in train mode, as a new ``nn.Module`` does: ``from_pretrained`` returns the model in eval
+    mode, and Lightning keeps each submodule's mode when fitting, so without this a fine-tuning run would train
+    with MiniLM's dropout switched off. :meth:`HiVESModule.embed` and Lightning's validation switch to eval mode.
+
     Raises:
         ModuleNotFoundError: if the weights package is missing (the message says what to install).
 
     Example:
         >>> enc = MiniLMEncoder()
+        >>> enc.model.training
+        True
         >>> enc(["a cat sits on the mat"]).shape
         torch.Size([1, 384])
     """
@@ -89,6 +95,7 @@ class MiniLMEncoder(nn.Module):
     def __init__(self, max_length: int = 48) -> None:
         super().__init__()
         self.tokenizer, self.model = load_text_model("minilm")
+        self.model.train()  # from_pretrained leaves it in eval mode; fine-tuning runs with its dropout
         self.max_length = max_length
 
     def forward(self, texts: Sequence[str]) -> Tensor:
