@@ -14,6 +14,9 @@ benchmarks run that recipe), in named steps:
    token accuracy and object motion by horizon.
 4. :func:`train_agents`: a small actor-critic trained in imagination with each decoder over several seeds,
    played in the real game (:func:`real_return`), with a random policy as the reference.
+
+Each step takes the settings object and what it works on: a :class:`MinAtarData` (the played game), or a
+:class:`MinAtarWorld` (that game, its world model's next-frame logits and the ITC decoder).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ __all__ = [
     "DECODER_NAMES",
     "ItcMinatarConfig",
     "MinAtarData",
+    "MinAtarWorld",
     "fit_world_model",
     "itc_minatar_task",
     "minatar_summary",
@@ -118,53 +122,56 @@ class MinAtarData:
     context: int
 
 
+@dataclass(frozen=True)
+class MinAtarWorld:
+    """What the rollout and agent steps work on: one prepared game, its world model's next-frame logits, ITC.
+
+    Attributes:
+        data: the prepared game (:func:`prepare_minatar`).
+        logits_fn: next-frame logits of its world model (:func:`next_frame_fn`).
+        itc: the ITC decoder of the rollouts and of the ITC agents (:func:`official_itc` in the task).
+
+    Example:
+        >>> world = MinAtarWorld(data=None, logits_fn=None, itc=official_itc())  # a prepared game and model in use
+        >>> world.itc.alpha
+        0.2
+    """
+
+    data: MinAtarData
+    logits_fn: LogitsFn
+    itc: ITCDecoder
+
+
 def _positive(**values: Any) -> None:
     for name, value in values.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def prepare_minatar(
-    game: str,
-    *,
-    train_steps: int,
-    val_steps: int,
-    context: int = 4,
-    seed: int = 0,
-    max_episode_steps: int = 500,
-    floor_samples: int = 2,
-    epsilon: float = 0.5,
-) -> MinAtarData:
-    """Play ``game`` (training and validation, seeds ``seed`` and ``seed + 1``), tokenise it, compute the floor.
+def prepare_minatar(config: ItcMinatarConfig, *, epsilon: float = 0.5) -> MinAtarData:
+    """Play ``config.game`` (training and validation, seeds ``seed`` and ``seed + 1``), tokenise it, get the floor.
 
     The floor is taken over exactly the transitions that :func:`window_loss` scores: the last of every
     ``context + 1``-frame validation window.
 
     Args:
-        game: ``"breakout"`` or ``"freeway"``.
-        train_steps: training transitions.
-        val_steps: validation transitions.
-        context: frames the world model sees.
-        seed: seed of the play.
-        max_episode_steps: episode cut.
-        floor_samples: re-seeded game copies per executed action when enumerating the next frame.
+        config: the settings; read are ``game``, ``train_steps``, ``val_steps`` (played transitions),
+            ``context``, ``seed``, ``max_episode_steps`` and ``floor_samples`` (re-seeded game copies per executed
+            action when enumerating the next frame).
         epsilon: probability of a random action around the heuristic.
     """
-    if game not in GAMES:
-        raise ValueError(f"game must be one of {GAMES}, got {game!r}")
-    _positive(train_steps=train_steps, val_steps=val_steps, context=context, floor_samples=floor_samples)
-    policy = heuristic_policy(game)
-    train = collect_minatar(game, train_steps, seed=seed, epsilon=epsilon, policy=policy,
-                            max_episode_steps=max_episode_steps)  # fmt: skip
-    val = collect_minatar(game, val_steps, seed=seed + 1, epsilon=epsilon, policy=policy,
-                          max_episode_steps=max_episode_steps, floor_samples=floor_samples)  # fmt: skip
+    c, policy = config, heuristic_policy(config.game)
+    train = collect_minatar(c.game, c.train_steps, seed=c.seed, epsilon=epsilon, policy=policy,
+                            max_episode_steps=c.max_episode_steps)  # fmt: skip
+    val = collect_minatar(c.game, c.val_steps, seed=c.seed + 1, epsilon=epsilon, policy=policy,
+                          max_episode_steps=c.max_episode_steps, floor_samples=c.floor_samples)  # fmt: skip
     book = PatchCodebook.fit(np.concatenate([patch_keys(s).ravel() for s in train.states]))
     train_tokens, val_tokens = episode_tokens(train, book), episode_tokens(val, book)
-    val_frames, val_actions, where = episode_windows(val_tokens, val.actions, context + 1)
-    chosen = MinAtarEpisodes(game, [], [], [], [], train.action_set,
-                             branches=[[val.branches[e][s + context - 1] for e, s in where]])  # fmt: skip
-    return MinAtarData(game, train, val, book, train_tokens, val_tokens, val_frames, val_actions,
-                       noise_floor(chosen, book), context)  # fmt: skip
+    val_frames, val_actions, where = episode_windows(val_tokens, val.actions, c.context + 1)
+    chosen = MinAtarEpisodes(c.game, [], [], [], [], train.action_set,
+                             branches=[[val.branches[e][s + c.context - 1] for e, s in where]])  # fmt: skip
+    return MinAtarData(c.game, train, val, book, train_tokens, val_tokens, val_frames, val_actions,
+                       noise_floor(chosen, book), c.context)  # fmt: skip
 
 
 def next_frame_fn(model: TokenWorldModel, device: str | torch.device = "cpu") -> LogitsFn:
@@ -199,20 +206,7 @@ def window_loss(logits_fn: LogitsFn, frames: torch.Tensor, actions: torch.Tensor
 
 
 def fit_world_model(
-    data: MinAtarData,
-    *,
-    d_model: int = 64,
-    num_layers: int = 2,
-    num_heads: int = 4,
-    lr: float = 2e-3,
-    batch_size: int = 32,
-    max_steps: int = 1500,
-    val_every: int = 250,
-    goal_ratio: float = 1.1,
-    seed: int = 0,
-    accelerator: str = "cpu",
-    max_minutes: float | None = None,
-    verbose: bool = True,
+    config: ItcMinatarConfig, data: MinAtarData, *, goal_ratio: float = 1.1, verbose: bool = True
 ) -> tuple[TokenWorldModel, dict[str, float]]:
     """Train a :class:`TokenWorldModel` with Lightning until ``val_last_loss < goal_ratio * floor`` or the budget ends.
 
@@ -222,32 +216,31 @@ def fit_world_model(
     ``train_s`` and ``train_windows``.
 
     Args:
-        data: the prepared game.
-        d_model: transformer width.
-        num_layers: transformer layers.
-        num_heads: attention heads.
-        lr: learning rate.
-        batch_size: windows per step.
-        max_steps: step budget.
-        val_every: steps between validations.
+        config: the settings; read are the model's ``d_model``, ``num_layers``, ``num_heads``, its ``lr`` and
+            ``batch_size`` (windows per step), ``wm_steps`` (the step budget), ``val_every``, ``seed`` (of the
+            initialisation and of the batch draws), ``device`` (``"cpu"``: Lightning's CPU accelerator, else its
+            GPU one) and ``wm_minutes`` (an optional wall-clock cap).
+        data: the prepared game (its ``context`` is the model's).
         goal_ratio: stop once the validation loss is below this multiple of the floor.
-        seed: seed of the initialisation and of the batch draws.
-        accelerator: Lightning accelerator (``"cpu"``, ``"gpu"``, ...).
-        max_minutes: optional wall-clock cap on training.
         verbose: print the validation losses.
+
+    Example:
+        >>> fit_world_model(ItcMinatarConfig(), None, goal_ratio=0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: goal_ratio must be positive, got 0.0
     """
-    _positive(max_steps=max_steps, val_every=val_every, batch_size=batch_size)
     if not goal_ratio > 0:
         raise ValueError(f"goal_ratio must be positive, got {goal_ratio!r}")
-    torch.manual_seed(seed)
-    model = TokenWorldModel(data.book.size, 5, 5, 3, context=data.context, d_model=d_model, num_layers=num_layers,
-                            num_heads=num_heads,
-                            optimizer=lambda params: torch.optim.AdamW(params, lr=lr, weight_decay=0.01))  # fmt: skip
+    c = config
+    torch.manual_seed(c.seed)
+    model = TokenWorldModel(data.book.size, 5, 5, 3, context=data.context, d_model=c.d_model, num_layers=c.num_layers,
+                            num_heads=c.num_heads,
+                            optimizer=lambda params: torch.optim.AdamW(params, lr=c.lr, weight_decay=0.01))  # fmt: skip
     train_f, train_a, _ = episode_windows(data.train_tokens, data.train.actions, data.context + 1)
-    dm = TokenWindowDataModule(train_f, train_a, data.val_frames, data.val_actions, batch_size=batch_size,
-                               num_steps=max_steps, seed=seed)  # fmt: skip
-    trainer = _world_model_trainer(data, goal_ratio * data.floor, max_steps, val_every, accelerator, max_minutes,
-                                   verbose)  # fmt: skip
+    dm = TokenWindowDataModule(train_f, train_a, data.val_frames, data.val_actions, batch_size=c.batch_size,
+                               num_steps=c.wm_steps, seed=c.seed)  # fmt: skip
+    trainer = _world_model_trainer(c, data, goal_ratio * data.floor, verbose)
     start = time.perf_counter()
     trainer.fit(model, datamodule=dm)
     train_s = time.perf_counter() - start
@@ -258,24 +251,17 @@ def fit_world_model(
     return model, record
 
 
-def _world_model_trainer(
-    data: MinAtarData,
-    goal: float,
-    max_steps: int,
-    val_every: int,
-    accelerator: str,
-    max_minutes: float | None,
-    verbose: bool,
-) -> pl.Trainer:
+def _world_model_trainer(config: ItcMinatarConfig, data: MinAtarData, goal: float, verbose: bool) -> pl.Trainer:
     """The world model's Trainer: early stop once ``val_last_loss`` is below ``goal``, clip at 1, no logger."""
     stop = EarlyStopping("val_last_loss", mode="min", patience=10**9, stopping_threshold=goal,
                          check_on_train_epoch_end=False)  # fmt: skip
     callbacks: list[pl.Callback] = [stop]
     if verbose:
         callbacks.append(_PrintValidation(data.game, goal))
+    max_minutes = config.wm_minutes
     return pl.Trainer(
-        accelerator=accelerator, devices=1, max_epochs=1, max_steps=max_steps,
-        val_check_interval=min(val_every, max_steps),
+        accelerator="cpu" if config.device == "cpu" else "gpu", devices=1, max_epochs=1, max_steps=config.wm_steps,
+        val_check_interval=min(config.val_every, config.wm_steps),
         gradient_clip_val=1.0, callbacks=callbacks, logger=False, enable_checkpointing=False,
         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
         max_time=None if max_minutes is None else {"seconds": int(60 * max_minutes)},
@@ -295,35 +281,34 @@ class _PrintValidation(pl.Callback):
 
 
 def rollout_figures(
-    logits_fn: LogitsFn,
-    data: MinAtarData,
-    itc: ITCDecoder,
-    *,
-    horizon: int,
-    starts: int,
-    seed: int = 0,
-    decoders: Sequence[str] = DECODER_NAMES,
+    config: ItcMinatarConfig, world: MinAtarWorld, *, decoders: Sequence[str] = DECODER_NAMES
 ) -> dict[str, Any]:
     """Free-running rollouts with every decoder from the same held-out starts (the same Gumbel noise).
+
+    ``config.rollout_starts`` validation windows of ``context + horizon`` frames are rolled out over
+    ``config.horizon`` steps under their recorded actions; the noise is seeded with ``config.seed + 17``.
 
     Returns, per decoder, the lists of :func:`~lightning_icml26.metrics.functional.rollout_consistency` and
     ``object_motion`` by horizon; ``truth`` (the true frames' motion); ``starts``; and ``itc_equals_sample_h1``,
     the share of first imagined cells where ITC keeps the sampled token (when both decoders are run).
+
+    Example:
+        >>> rollout_figures(ItcMinatarConfig(), None, decoders=["beam"])
+        Traceback (most recent call last):
+        ...
+        ValueError: decoders must be drawn from ('itc', 'sample', 'argmax'), got ['beam']
     """
-    _positive(horizon=horizon, starts=starts)
-    bad = [d for d in decoders if d not in DECODERS]
-    if bad:
-        raise ValueError(f"decoders must be drawn from {DECODERS}, got {list(decoders)}")
-    ctx = data.context
+    _check_decoders(decoders)
+    data, horizon, ctx = world.data, config.horizon, world.data.context
     frames, actions, _ = episode_windows(data.val_tokens, data.val.actions, ctx + horizon)
-    frames, actions = frames[:starts], actions[:starts]
+    frames, actions = frames[: config.rollout_starts], actions[: config.rollout_starts]
     start, truth = frames[:, :ctx], frames[:, ctx:]
     objects = list(range(1, data.book.size))
     out: dict[str, Any] = {"starts": len(frames)}
     first: dict[str, torch.Tensor] = {}
     for name in decoders:
-        preds = rollout(logits_fn, start, actions, horizon, name, itc=itc, context=ctx,
-                        generator=torch.Generator().manual_seed(seed + 17))  # fmt: skip
+        preds = rollout(world.logits_fn, start, actions, horizon, name, itc=world.itc, context=ctx,
+                        generator=torch.Generator().manual_seed(config.seed + 17))  # fmt: skip
         first[name] = preds[:, 0]
         figures = rollout_consistency(preds, truth, data.book.size, objects)
         out[name] = {key: [float(v) for v in value] for key, value in figures.items()}
@@ -334,111 +319,97 @@ def rollout_figures(
     return out
 
 
-def real_return(
-    game: str, policy: TokenPolicy, book: PatchCodebook, *, episodes: int, max_steps: int, seed: int
-) -> float:
-    """Mean undiscounted real return of ``policy`` (sampling its actions) over ``episodes`` played episodes."""
-    _positive(episodes=episodes, max_steps=max_steps)
-    gen = torch.Generator().manual_seed(seed)
+def _check_decoders(decoders: Sequence[str]) -> None:
+    bad = [d for d in decoders if d not in DECODERS]
+    if bad:
+        raise ValueError(f"decoders must be drawn from {DECODERS}, got {list(decoders)}")
+
+
+def real_return(config: ItcMinatarConfig, data: MinAtarData, policy: TokenPolicy, seed: int) -> float:
+    """Mean undiscounted real return of ``policy`` (sampling its actions, seed ``seed``) in ``data``'s game.
+
+    ``config.eval_episodes`` episodes are played, each cut at ``config.eval_steps`` steps; the frames are
+    tokenised with ``data.book``.
+    """
+    episodes, max_steps, gen = config.eval_episodes, config.eval_steps, torch.Generator().manual_seed(seed)
 
     def act(grid: np.ndarray) -> int:
-        tokens = torch.as_tensor(book.encode(patch_keys(grid)))[None]
+        tokens = torch.as_tensor(data.book.encode(patch_keys(grid)))[None]
         with torch.no_grad():
             logits, _ = policy(tokens)
         return int(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen))
 
-    played = collect_minatar(game, episodes * max_steps, seed=seed, epsilon=0.0, policy=act,
+    played = collect_minatar(data.game, episodes * max_steps, seed=seed, epsilon=0.0, policy=act,
                              max_episode_steps=max_steps)  # fmt: skip
     return statistics.fmean(float(r.sum()) for r in played.rewards[:episodes])
 
 
 def train_agent(
-    logits_fn: LogitsFn,
-    data: MinAtarData,
-    itc: ITCDecoder,
-    config: ImaginationConfig,
-    decoder: str,
-    seed: int,
-    *,
-    eval_episodes: int = 6,
-    eval_steps: int = 300,
-    max_seconds: float | None = None,
+    config: ItcMinatarConfig, world: MinAtarWorld, decoder: str, seed: int, *, max_seconds: float | None = None
 ) -> tuple[float, int]:
     """One actor-critic trained purely in imagination with ``decoder``, then played in the real game.
 
     The agent (initialised from seed ``1000 + seed``) starts its imagined trajectories from real training
-    windows of ``context`` frames; it is evaluated with :func:`real_return` (seed ``10000 + seed``).
+    windows of ``context`` frames and trains with :meth:`ItcMinatarConfig.imagination` (``imagine_horizon``,
+    ``ac_updates``, ``ac_batch``); it is evaluated with :func:`real_return` (seed ``10000 + seed``).
 
     Returns:
-        ``(mean real return, imagination updates run)``; fewer updates than ``config.updates`` only when
+        ``(mean real return, imagination updates run)``; fewer updates than ``config.ac_updates`` only when
         ``max_seconds`` cut the training.
     """
+    data = world.data
     rules = FrameRules(data.game, data.book)
     starts = episode_windows(data.train_tokens, data.train.actions, data.context)[:2]
     torch.manual_seed(1000 + seed)
     agent = TokenPolicy(data.book.size, 25, 3)
-    curve = train_in_imagination(agent, logits_fn, starts, decoder, rules, config, itc=itc, seed=seed,
-                                 max_seconds=max_seconds)  # fmt: skip
-    score = real_return(data.game, agent, data.book, episodes=eval_episodes, max_steps=eval_steps, seed=10_000 + seed)
-    return score, len(curve)
+    curve = train_in_imagination(agent, world.logits_fn, starts, decoder, rules, config.imagination(),
+                                 itc=world.itc, seed=seed, max_seconds=max_seconds)  # fmt: skip
+    return real_return(config, data, agent, 10_000 + seed), len(curve)
 
 
-def random_return(data: MinAtarData, seed: int, *, eval_episodes: int = 6, eval_steps: int = 300) -> float:
+def random_return(config: ItcMinatarConfig, data: MinAtarData, seed: int) -> float:
     """Real return of an untrained policy (the reference an agent must beat), seeded like :func:`train_agent`."""
-    policy = TokenPolicy(data.book.size, 25, 3)
-    return real_return(data.game, policy, data.book, episodes=eval_episodes, max_steps=eval_steps, seed=10_000 + seed)
+    return real_return(config, data, TokenPolicy(data.book.size, 25, 3), 10_000 + seed)
 
 
 def train_agents(
-    logits_fn: LogitsFn,
-    data: MinAtarData,
-    itc: ITCDecoder,
-    config: ImaginationConfig,
-    *,
-    seeds: int = 3,
-    eval_episodes: int = 6,
-    eval_steps: int = 300,
-    decoders: Sequence[str] = DECODER_NAMES,
-    agent_seconds: float | None = None,
-    verbose: bool = True,
+    config: ItcMinatarConfig, world: MinAtarWorld, *, decoders: Sequence[str] = DECODER_NAMES, verbose: bool = True
 ) -> dict[str, Any]:
-    """Per decoder, ``seeds`` agents from :func:`train_agent`, each played in the real game.
+    """Per decoder, ``config.seeds`` agents from :func:`train_agent`, each played in the real game.
 
-    Seed by seed, the decoders train in the order given. With ``agent_seconds``, the first decoder's agent
+    Seed by seed, the decoders train in the order given. With ``config.agent_seconds``, the first decoder's agent
     (ITC by default, the slowest) trains for at most that long, and the other decoders of the same seed then
     run exactly as many updates as it did, so that the decoders of a seed always share one budget.
 
     Returns:
         Per decoder, the list of real returns (one per seed); ``random`` (:func:`random_return`, same seeds);
         ``updates`` (per decoder, the imagination updates each agent ran); ``budgets_equal`` (every agent ran
-        ``config.updates``).
+        ``config.ac_updates``).
 
     Example:
-        >>> train_agents(None, None, official_itc(), ImaginationConfig(), agent_seconds=0.0)  # doctest: +ELLIPSIS
+        >>> train_agents(ItcMinatarConfig(), None, decoders=["itc", "greedy"])
         Traceback (most recent call last):
         ...
-        ValueError: agent_seconds must be positive or None, got 0.0
+        ValueError: decoders must be drawn from ('itc', 'sample', 'argmax'), got ['itc', 'greedy']
     """
-    _positive(seeds=seeds)
-    if agent_seconds is not None and not agent_seconds > 0:
-        raise ValueError(f"agent_seconds must be positive or None, got {agent_seconds!r}")
+    _check_decoders(decoders)
     out: dict[str, Any] = {name: [] for name in decoders}
     out["updates"] = {name: [] for name in decoders}
-    for seed in range(seeds):
+    for seed in range(config.seeds):
         budget = config
         for i, name in enumerate(decoders):
-            cap = agent_seconds if i == 0 else None
-            score, updates = train_agent(logits_fn, data, itc, budget, name, seed, eval_episodes=eval_episodes,
-                                         eval_steps=eval_steps, max_seconds=cap)  # fmt: skip
+            cap = config.agent_seconds if i == 0 else None
+            score, updates = train_agent(budget, world, name, seed, max_seconds=cap)
             out[name].append(score)
             out["updates"][name].append(updates)
             if cap is not None:
-                budget = replace(config, updates=max(1, updates))
+                budget = replace(config, ac_updates=max(1, updates))
         if verbose:
-            print(f"  {data.game} seed {seed}: real returns " + ", ".join(f"{n} {out[n][-1]:.2f}" for n in decoders)
+            print(f"  {world.data.game} seed {seed}: real returns "
+                  + ", ".join(f"{n} {out[n][-1]:.2f}" for n in decoders)
                   + f" (updates {[out['updates'][n][-1] for n in decoders]})", flush=True)  # fmt: skip
-    out["random"] = [random_return(data, s, eval_episodes=eval_episodes, eval_steps=eval_steps) for s in range(seeds)]
-    out["budgets_equal"] = {u for n in decoders for u in out["updates"][n]} == {config.updates}
+    out["random"] = [random_return(config, world.data, s) for s in range(config.seeds)]
+    out["budgets_equal"] = {u for n in decoders for u in out["updates"][n]} == {config.ac_updates}
     return out
 
 
@@ -535,6 +506,16 @@ class ItcMinatarConfig(TaskConfig):
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive, got {value!r}")
 
+    def imagination(self) -> ImaginationConfig:
+        """The agents' imagination settings: ``imagine_horizon``, ``ac_updates`` and ``ac_batch``.
+
+        Example:
+            >>> budget = ItcMinatarConfig(imagine_horizon=6, ac_updates=10, ac_batch=16).imagination()
+            >>> budget.horizon, budget.updates, budget.batch_size
+            (6, 10, 16)
+        """
+        return ImaginationConfig(horizon=self.imagine_horizon, updates=self.ac_updates, batch_size=self.ac_batch)
+
     def run(self) -> dict[str, Any]:
         """Run :func:`itc_minatar_task` with these settings."""
         return itc_minatar_task(self)
@@ -568,24 +549,18 @@ def itc_minatar_task(config: ItcMinatarConfig) -> dict[str, Any]:
     if not isinstance(config, ItcMinatarConfig):
         raise TypeError(f"config must be an ItcMinatarConfig, got {type(config).__name__}")
     c, t0 = config, time.perf_counter()
-    data = prepare_minatar(c.game, train_steps=c.train_steps, val_steps=c.val_steps, context=c.context, seed=c.seed,
-                           max_episode_steps=c.max_episode_steps, floor_samples=c.floor_samples)  # fmt: skip
+    data = prepare_minatar(c)
     print(f"{c.game}: {data.train.num_steps} train / {data.val.num_steps} val steps, {data.book.size} tokens, "
           f"noise floor {data.floor:.4f} nats/cell over {len(data.val_frames)} validation transitions",
           flush=True)  # fmt: skip
-    model, record = fit_world_model(data, d_model=c.d_model, num_layers=c.num_layers, num_heads=c.num_heads, lr=c.lr,
-                                    batch_size=c.batch_size, max_steps=c.wm_steps, val_every=c.val_every, seed=c.seed,
-                                    accelerator="cpu" if c.device == "cpu" else "gpu",
-                                    max_minutes=c.wm_minutes)  # fmt: skip
+    model, record = fit_world_model(c, data)
     print(f"{c.game}: world model val loss {record['val_loss']:.4f} = {record['val_loss'] / data.floor:.2f} x the "
           f"noise floor ({record['steps']:.0f} steps)", flush=True)  # fmt: skip
     record["params"] = float(sum(p.numel() for p in model.parameters()))
     itc = official_itc(c.use_zero_neighbor_distance)
-    logits_fn = next_frame_fn(model, c.device)
-    rollouts = rollout_figures(logits_fn, data, itc, horizon=c.horizon, starts=c.rollout_starts, seed=c.seed)
-    imagination = ImaginationConfig(horizon=c.imagine_horizon, updates=c.ac_updates, batch_size=c.ac_batch)
-    agents = train_agents(logits_fn, data, itc, imagination, seeds=c.seeds, eval_episodes=c.eval_episodes,
-                          eval_steps=c.eval_steps, agent_seconds=c.agent_seconds)  # fmt: skip
+    world = MinAtarWorld(data, next_frame_fn(model, c.device), itc)
+    rollouts = rollout_figures(c, world)
+    agents = train_agents(c, world)
     summary = minatar_summary(c.game, data.book.size, record, rollouts, agents)
     summary["wall_s"] = time.perf_counter() - t0
     if c.out_dir is not None:

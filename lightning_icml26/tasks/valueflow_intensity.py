@@ -85,27 +85,30 @@ class ValueflowIntensityConfig(TaskConfig):
 
 
 def simulated_judgements(
-    n_responses: int, m: int, k: int, sampling: str, judge_scale: float, rng: np.random.Generator
+    config: ValueflowIntensityConfig, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Responses of known intensity ranked against anchors by a Plackett-Luce judge (Gumbel-max on utility).
 
-    A pool of 500 anchors has intensities uniform on ``[-10, 10]``, the responses uniform on ``[-9, 9]``; each
-    response gets ``m`` windows of itself and ``k - 1`` anchors (:func:`sample_anchors`), ranked by
-    ``judge_scale * intensity`` plus Gumbel noise.
+    A pool of 500 anchors has intensities uniform on ``[-10, 10]``, the ``config.n_responses`` responses uniform
+    on ``[-9, 9]``; each response gets ``config.m`` windows of itself and ``config.k - 1`` anchors
+    (:func:`sample_anchors` with ``config.sampling``), ranked by ``config.judge_scale * intensity`` plus Gumbel
+    noise drawn from ``rng`` (``config.seed`` is not read).
 
     Returns:
         ``(truth (R,), rankings (R, m, k) with item 0 the response, anchor intensities (R, m, k - 1))``.
 
     Example:
-        >>> truth, rankings, anchors = simulated_judgements(4, 3, 6, "bucket", 1.0, np.random.default_rng(0))
+        >>> config = ValueflowIntensityConfig(n_responses=4, m=3, k=6, sampling="bucket")
+        >>> truth, rankings, anchors = simulated_judgements(config, np.random.default_rng(0))
         >>> truth.shape, rankings.shape, anchors.shape
         ((4,), (4, 3, 6), (4, 3, 5))
     """
+    c = config
     pool = rng.uniform(-10, 10, size=500)
-    truth = rng.uniform(-9, 9, size=n_responses)
-    idx = np.stack([[sample_anchors(pool, k, sampling, rng) for _ in range(m)] for _ in range(n_responses)])
+    truth = rng.uniform(-9, 9, size=c.n_responses)
+    idx = np.stack([[sample_anchors(pool, c.k, c.sampling, rng) for _ in range(c.m)] for _ in range(c.n_responses)])
     anchors = pool[idx]
-    util = judge_scale * np.concatenate([np.repeat(truth[:, None, None], m, 1), anchors], axis=-1)
+    util = c.judge_scale * np.concatenate([np.repeat(truth[:, None, None], c.m, 1), anchors], axis=-1)
     rankings = np.argsort(-(util + rng.gumbel(size=util.shape)), axis=-1)
     return truth, rankings, anchors
 
@@ -114,7 +117,7 @@ def _simulated(
     c: ValueflowIntensityConfig, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
     """Estimates (:class:`AnchorPLIntensity`) on simulated judgements, the truth, Borda's and the oracle's MAE."""
-    truth, rankings, anchors = simulated_judgements(c.n_responses, c.m, c.k, c.sampling, c.judge_scale, rng)
+    truth, rankings, anchors = simulated_judgements(c, rng)
     metric = AnchorPLIntensity(num_responses=c.n_responses, num_windows=c.m, k=c.k)
     metric.update(
         torch.arange(c.n_responses).repeat_interleave(c.m),

@@ -15,11 +15,11 @@ import pytest
 import torch
 
 import lightning_icml26.tasks.itc_minatar as itc_minatar_module
-from lightning_icml26.algorithms import ImaginationConfig
 from lightning_icml26.data.rl import episode_windows
 from lightning_icml26.data.rl.minatar import MinAtarEpisodes, noise_floor
 from lightning_icml26.tasks import ItcMinatarConfig, itc_minatar_task
 from lightning_icml26.tasks.itc_minatar import (
+    MinAtarWorld,
     fit_world_model,
     next_frame_fn,
     official_itc,
@@ -75,7 +75,9 @@ def test_recipe_runs_at_tiny_size_and_the_process_exits(tmp_path: Path) -> None:
 
 
 def test_validation_figure_floor_and_early_stop() -> None:
-    data = prepare_minatar("breakout", train_steps=300, val_steps=80, max_episode_steps=80, floor_samples=1)
+    config = ItcMinatarConfig(game="breakout", train_steps=300, val_steps=80, max_episode_steps=80, floor_samples=1,
+                              d_model=16, num_heads=2, num_layers=1, wm_steps=10, val_every=5)  # fmt: skip
+    data = prepare_minatar(config)
     assert data.val_frames.shape[1:] == (5, 5, 5)
     # the floor covers exactly the scored transitions: the last of each window (step first + context - 1)
     _, _, where = episode_windows(data.val_tokens, data.val.actions, 5)
@@ -83,8 +85,7 @@ def test_validation_figure_floor_and_early_stop() -> None:
         "breakout", [], [], [], [], [0], branches=[[data.val.branches[e][s + 3] for e, s in where]]
     )
     assert data.floor == noise_floor(picked, data.book)
-    model, record = fit_world_model(data, d_model=16, num_heads=2, num_layers=1, max_steps=10, val_every=5,
-                                    goal_ratio=1e9, verbose=False)  # fmt: skip
+    model, record = fit_world_model(config, data, goal_ratio=1e9, verbose=False)
     assert record["steps"] == 5.0  # the goal is met at the first validation
     # window_loss against a dense recomputation with the module's own forward pass
     with torch.no_grad():
@@ -94,8 +95,7 @@ def test_validation_figure_floor_and_early_stop() -> None:
     assert window_loss(next_frame_fn(model), data.val_frames, data.val_actions, batch_size=7) == pytest.approx(
         record["val_loss"], rel=1e-5
     )
-    _, longer = fit_world_model(data, d_model=16, num_heads=2, num_layers=1, max_steps=10, val_every=5,
-                                goal_ratio=1.1, verbose=False)  # fmt: skip
+    _, longer = fit_world_model(config, data, goal_ratio=1.1, verbose=False)
     assert longer["steps"] == 10.0  # the floor is out of reach in 10 steps: the budget ends the training
     assert longer["val_loss"] < record["val_loss"]
 
@@ -115,15 +115,15 @@ def test_bad_settings_are_refused(field: str, value: object, message: str) -> No
 def test_a_capped_first_agent_sets_the_update_budget_of_its_seed(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, int, int, float | None]] = []
 
-    def fake_agent(logits_fn, data, itc, config, name, seed, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append((name, seed, config.updates, kwargs["max_seconds"]))
-        return float(seed), 3 + seed if name == "itc" else config.updates  # ITC cut by its cap
+    def fake_agent(config, world, name, seed, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append((name, seed, config.ac_updates, kwargs["max_seconds"]))
+        return float(seed), 3 + seed if name == "itc" else config.ac_updates  # ITC cut by its cap
 
     monkeypatch.setattr(itc_minatar_module, "train_agent", fake_agent)
-    monkeypatch.setattr(itc_minatar_module, "random_return", lambda data, seed, **kwargs: -1.0)
-    data = SimpleNamespace(game="breakout")
-    out = itc_minatar_module.train_agents(None, data, official_itc(), ImaginationConfig(updates=10), seeds=2,
-                                   agent_seconds=5.0, verbose=False)  # fmt: skip
+    monkeypatch.setattr(itc_minatar_module, "random_return", lambda config, data, seed: -1.0)
+    world = MinAtarWorld(SimpleNamespace(game="breakout"), None, official_itc())  # type: ignore[arg-type]
+    config = ItcMinatarConfig(ac_updates=10, seeds=2, agent_seconds=5.0)
+    out = itc_minatar_module.train_agents(config, world, verbose=False)
     assert calls == [(n, s, 10 if n == "itc" else 3 + s, 5.0 if n == "itc" else None)
                      for s in (0, 1) for n in ("itc", "sample", "argmax")]  # fmt: skip
     assert out["updates"] == {"itc": [3, 4], "sample": [3, 4], "argmax": [3, 4]}

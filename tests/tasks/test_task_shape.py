@@ -17,20 +17,6 @@ import pytest
 TASKS = Path(__file__).resolve().parents[2] / "lightning_icml26" / "tasks"
 MAX_LINES = 60
 MAX_PARAMETERS = 5
-# Public step functions that still take their settings as keyword arguments (their runner takes its Config);
-# listed here so that the debt stays visible. Shrink this, never grow it.
-WIDE_STEPS = {
-    "itc_minatar.py": {
-        "prepare_minatar",
-        "fit_world_model",
-        "_world_model_trainer",
-        "rollout_figures",
-        "real_return",
-        "train_agent",
-        "train_agents",
-    },
-    "valueflow_intensity.py": {"simulated_judgements"},
-}
 
 
 def _modules() -> list[Path]:
@@ -84,15 +70,9 @@ def test_no_function_is_long_or_takes_many_parameters(path: Path) -> None:
     for function in _functions(_tree(path)):
         if code_lines(function) > MAX_LINES:
             problems.append(f"{function.name} (line {function.lineno}) runs {code_lines(function)} lines")
-        if len(parameters(function)) > MAX_PARAMETERS and function.name not in WIDE_STEPS.get(path.name, set()):
+        if len(parameters(function)) > MAX_PARAMETERS:
             problems.append(f"{function.name} (line {function.lineno}) takes {len(parameters(function))} parameters")
     assert not problems, f"{path.name}: " + "; ".join(problems)
-
-
-def test_the_wide_steps_exist_and_are_wide() -> None:
-    for name, steps in WIDE_STEPS.items():
-        wide = {f.name for f in _functions(_tree(TASKS / name)) if len(parameters(f)) > MAX_PARAMETERS}
-        assert steps <= wide, f"{name}: {sorted(steps - wide)} no longer need their exception; remove them"
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: p.name)

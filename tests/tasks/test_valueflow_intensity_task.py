@@ -26,7 +26,7 @@ def test_simulated_judge_is_scored_far_better_than_chance(tmp_path: Path) -> Non
 def test_the_metric_path_equals_the_direct_estimator() -> None:
     # the task's AnchorPLIntensity (torch) against estimate_intensity (numpy) on the same judgements
     config = ValueflowIntensityConfig(n_responses=40, sampling="random", seed=5)
-    truth, rankings, anchors = simulated_judgements(40, 3, 6, "random", 1.0, np.random.default_rng(5))
+    truth, rankings, anchors = simulated_judgements(config, np.random.default_rng(5))
     direct = float(np.mean(np.abs(estimate_intensity(rankings, anchors) - truth)))
     assert valueflow_intensity_task(config)["mae_pl"] == pytest.approx(direct, abs=1e-3)
 
