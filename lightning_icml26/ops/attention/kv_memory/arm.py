@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lightning_icml26.ops.attention.kv_memory.arm_memory import (
+    gate_from_old,
     gumbel_select,
     joint_read,
     masked_softmax,
@@ -349,11 +350,16 @@ class ARMAttention(nn.Module):
         """What a decode cache must match: heads, head dim, slots, clusters, window and write mode."""
         return (self.num_heads, self.head_dim, self.num_slots, self.num_clusters, self.window, self.write_mode)
 
+    def _route_logits(self, k: Tensor) -> tuple[Tensor, Tensor]:
+        """Cluster and slot logits ``(B, H, T, C)``, ``(B, H, T, M)`` of keys ``(B, H, T, d)`` (shared by the decode
+        fast path, so that both route on the same values)."""
+        return torch.matmul(k, self.w_cluster), torch.matmul(k, self.w_slot)
+
     def route(self, k: Tensor) -> tuple[Tensor, Tensor]:
         """Slot one-hots ``(B, H, T, M)`` for keys ``(B, H, T, d)``, and the cluster one-hots ``(B, H, T, C)``."""
-        r1 = torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster)
+        r1, r2 = self._route_logits(k)
         z1 = gumbel_select(r1, self.tau, self.training, self.generator, self.noise_scale)
-        r2 = torch.einsum("bhtd,hdm->bhtm", k, self.w_slot).unflatten(-1, (self.num_clusters, -1))
+        r2 = r2.unflatten(-1, (self.num_clusters, -1))
         z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training, self.generator, self.noise_scale)
         return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
 
@@ -423,49 +429,53 @@ class ARMAttention(nn.Module):
         return self.num_clusters * (frac * mass).sum(-1).mean()
 
     def _read(
-        self,
-        q: Tensor,
-        win_scores: Tensor,
-        win_valid: Tensor,
-        win_v: Tensor,
-        mem_scores: Tensor,
-        occ: Tensor,
-        read_values: Callable[[Tensor], Tensor],
+        self, q: Tensor, mem_scores: Tensor, occ: Tensor, attend: Callable[[Tensor], Tensor]
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Read for queries ``(B, H, T, d)`` given their scaled scores ``(B, H, T, M)`` against the slots they see."""
+        """Read for queries ``(B, H, T, d)`` given their scaled scores ``(B, H, T, M)`` against the slots they see.
+
+        ``occ`` (broadcastable to the scores) marks the occupied slots; ``attend`` maps the slots a query reads,
+        ``(B, H, T, M)`` bool, to its output (one softmax over them and the query's window). Returns the output, the
+        slots read per query and the read cost.
+        """
         per = self.slots_per_cluster
+        zero = q.new_zeros(())
+        if self.read_policy == "fixed" and self.read_clusters == self.num_clusters:
+            # every cluster is chosen: the occupied slots, without ranking the clusters
+            return (
+                attend(occ.expand_as(mem_scores)),
+                mem_scores.new_full(mem_scores.shape[:-1], float(self.num_slots)),
+                zero,
+            )
         count = occ.unflatten(-1, (self.num_clusters, per)).sum(-1)
         summed = (mem_scores * occ).unflatten(-1, (self.num_clusters, per)).sum(-1)
         cscore = summed / count.clamp_min(1).to(summed.dtype)  # q . centroid = mean of q . slot
         has = count > 0
         rank = rank_desc(cscore.masked_fill(~has, float("-inf")))
-        zero = q.new_zeros(())
 
-        def attend(chosen: Tensor) -> Tensor:
-            valid = occ & chosen.repeat_interleave(per, dim=-1)
-            return joint_read(win_scores, win_valid, win_v, mem_scores, valid, read_values)
+        def read(chosen: Tensor) -> Tensor:
+            return attend(occ & chosen.repeat_interleave(per, dim=-1))
 
         if self.read_policy == "fixed":
             chosen = rank < self.read_clusters
-            return attend(chosen), chosen.sum(-1).to(q.dtype) * per, zero
+            return read(chosen), chosen.sum(-1).to(q.dtype) * per, zero
         probs = masked_softmax(cscore, has)
         if self.read_policy == "top_p":
             ordered = probs.gather(-1, torch.argsort(rank, dim=-1))
             before = (torch.cumsum(ordered, dim=-1) - ordered).gather(-1, rank)
             chosen = (before < self.top_p) & (rank < self.read_clusters)
-            return attend(chosen), chosen.sum(-1).to(q.dtype) * per, zero
+            return read(chosen), chosen.sum(-1).to(q.dtype) * per, zero
         assert self.policy is not None
         entropy = -(probs * probs.clamp_min(torch.finfo(probs.dtype).tiny).log()).sum(-1, keepdim=True)
         layer = torch.full_like(entropy, float(self.layer_idx))
         logits = self.policy(torch.cat([q, entropy, layer], dim=-1))
         if not self.policy_active:  # the fixed read; the MLP stays in the graph with an exact zero gradient
             chosen = rank < self.read_clusters
-            return attend(chosen) + 0.0 * logits.sum(), chosen.sum(-1).to(q.dtype) * per, zero
+            return read(chosen) + 0.0 * logits.sum(), chosen.sum(-1).to(q.dtype) * per, zero
         if not self.train_read_policy:
             logits = logits.detach() + 0.0 * logits  # exact zero gradient, parameters stay in the graph
         choice = gumbel_select(logits, self.tau, self.training, self.generator)
         sizes = torch.tensor(self.budgets, dtype=q.dtype, device=q.device) * per
-        out = sum(choice[..., i, None] * attend(rank < b) for i, b in enumerate(self.budgets))
+        out = sum(choice[..., i, None] * read(rank < b) for i, b in enumerate(self.budgets))
         cost = self.budget_cost * (torch.softmax(logits, dim=-1) * sizes).sum(-1).mean() / self.num_slots
         return out, (choice * sizes).sum(-1), cost  # type: ignore[return-value]
 
@@ -532,7 +542,9 @@ class ARMAttention(nn.Module):
         diff = steps[:, None] - steps[None, :]
         win_valid = (diff >= 0) & (diff < self.window)
         win_scores = torch.matmul(qh, kh.transpose(-1, -2)) * scale
-        out, slots, cost = self._read(qh, win_scores, win_valid, vh, mem_scores, occ, read_values)
+        out, slots, cost = self._read(
+            qh, mem_scores, occ, lambda valid: joint_read(win_scores, win_valid, vh, mem_scores, valid, read_values)
+        )
         aux = cost + (self.balance_weight * self._balance_loss(kh, z1) if self.balance_weight > 0 else 0.0)
         if self.slot_balance_weight > 0:
             aux = aux + self.slot_balance_weight * self.slot_balance_loss(kh, z)
@@ -570,7 +582,13 @@ class ARMAttention(nn.Module):
         return ARMCache(zeros, zeros.clone(), occ, usage, win, win.clone(), ok, 0, self.signature)
 
     def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
-        """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache."""
+        """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache.
+
+        The cache handed in is left unchanged. In the new cache the window and the slots are views of one key and
+        one value buffer ``[window ; slots]``, which the read attends with one matmul each. Without autograd and with
+        the fixed read policy (and ``usage_penalty=0``) the step takes a shorter path with the same values, bit for
+        bit.
+        """
         self._check_qkv(q, k, v)
         check_decode_step(q, cache, ARMCache, self.signature)
         if not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed":
@@ -590,69 +608,98 @@ class ARMAttention(nn.Module):
             g = g * active.to(g.dtype).view(-1, 1, 1)
         usage = cache.usage + g * (1 - cache.usage)
         mk, mv, occ = slot_write(mk, mv, occ, src_k, src_v, z, self.gate_w, self.gate_b, active)
-        return self._slide_window_and_read(cache, (qh, kh, vh), (mk, mv, occ, usage))
+        if self.window:
+            mk = torch.cat([cache.win_k[:, :, 1:], kh, mk], dim=2)
+            mv = torch.cat([cache.win_v[:, :, 1:], vh, mv], dim=2)
+        return self._decode_read(cache, qh, mk, mv, occ, usage)
 
-    def _slide_window_and_read(
-        self, cache: ARMCache, qkv: tuple[Tensor, Tensor, Tensor], memory: tuple[Tensor, Tensor, Tensor, Tensor]
+    def _decode_read(
+        self,
+        cache: ARMCache,
+        qh: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        occ: Tensor,
+        usage: Tensor,
+        window_full: bool = False,
     ) -> tuple[Tensor, ARMCache]:
         """One decode step's read, shared by :meth:`step` and its no-grad fast path.
 
-        Slides the window by the new key/value, reads the window and the written memory, and returns the output
-        with the next cache.
+        Args:
+            cache: the cache before the step (for the window's validity and the position).
+            qh: ``(B, H, 1, d)`` the query.
+            keys: ``(B, H, W + M, d)`` the slid window (oldest first, the new token last), then the written slots.
+            values: ``(B, H, W + M, d)`` their values.
+            occ: ``(B, H, M)`` occupied slots after the write.
+            usage: ``(B, H, M)`` slot usage after the write.
+            window_full: the caller knows every window position of ``cache`` holds a token (they still do after
+                the slide, so its mask is reused).
+
+        Returns:
+            The output ``(B, 1, H, d)`` and the next cache, whose window and slots are views of ``keys``/``values``.
         """
-        qh, kh, vh = qkv
-        mk, mv, occ, usage = memory
-        win_k, win_v, win_ok = cache.win_k, cache.win_v, cache.win_valid
-        if self.window:
-            win_k = torch.cat([win_k[:, :, 1:], kh], dim=2)
-            win_v = torch.cat([win_v[:, :, 1:], vh], dim=2)
-            win_ok = torch.cat([win_ok[:, 1:], torch.ones_like(win_ok[:, :1])], dim=1)
-        scale = self.head_dim**-0.5
-        scores = torch.matmul(qh, win_k.transpose(-1, -2)) * scale
-        mem_scores = torch.einsum("bhtd,bhmd->bhtm", qh, mk) * scale
-        out, slots, cost = self._read(
-            qh,
-            scores,
-            win_ok[:, None, None, :],
-            win_v,
-            mem_scores,
-            occ.unsqueeze(2),
-            lambda p: torch.einsum("bhtm,bhmd->bhtd", p, mv),
-        )
-        self.last_aux_loss, self.last_slots_read = cost, slots.detach().mean()
+        w = self.window
+        win_ok = cache.win_valid if window_full or not w else F.pad(cache.win_valid[:, 1:], (0, 1), value=True)
+        scores = torch.matmul(qh, keys.transpose(-1, -2)) * self.head_dim**-0.5  # (B, H, 1, W + M)
+        b, h = occ.shape[:2]
+        win_read = win_ok.view(b, 1, 1, w).expand(b, h, 1, w)
+
+        def attend(mem_valid: Tensor) -> Tensor:
+            # joint_read over the one buffer: a decode step always has a key to attend (the new token ends the
+            # window; without a window it was just written and its cluster ranks first), so a plain softmax over
+            # the valid keys equals masked_softmax here
+            valid = torch.cat([win_read, mem_valid], dim=-1)
+            return torch.matmul(torch.softmax(torch.where(valid, scores, float("-inf")), dim=-1), values)
+
+        mem_occ = occ.unsqueeze(2)
+        if self.read_policy == "fixed" and self.read_clusters == self.num_clusters:  # _read's shortcut, inlined
+            out, slots, cost = attend(mem_occ), qh.new_full((), float(self.num_slots)), qh.new_zeros(())
+        else:
+            out, per_query, cost = self._read(qh, scores[..., w:], mem_occ, attend)
+            slots = per_query.detach().mean()
+        self.last_aux_loss, self.last_slots_read = cost, slots
+        mk, mv, win_k, win_v = keys[:, :, w:], values[:, :, w:], keys[:, :, :w], values[:, :, :w]
         new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
         return out.transpose(1, 2), new
 
     def _inference_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
         """:meth:`step` without autograd, for the fixed read policy: the same values, bit for bit, in fewer ops.
 
-        The write touches one slot row per (batch, head): the routed row is gathered, merged with the same gate
-        arithmetic as :func:`slot_write` and written into a copy of the slot tensors (the other rows of
-        ``(1 - g z) M + g z x`` are ``M`` exactly); the gate is computed once; the window shifts by one copy.
+        Only the routed slot row of each (batch, head) changes (the other rows of ``(1 - g z) M + g z x`` are ``M``
+        exactly): it is gathered, merged with :func:`slot_write`'s gate arithmetic, and scattered into the new
+        ``[window ; slots]`` buffer that one ``cat`` builds from the slid window and the old slots. The router takes
+        the argmax of :meth:`route`'s logits without building one-hots, and the gate is computed once.
         """
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
-        b, h, d = qh.shape[0], self.num_heads, self.head_dim
-        if self.write_mode == "every_token" or self.window == 0:
-            src_k, src_v, active = kh[:, :, 0], vh[:, :, 0], None
-        else:
-            src_k, src_v, active = cache.win_k[:, :, 0], cache.win_v[:, :, 0], cache.win_valid[:, 0]
-        z = self.route(src_k.unsqueeze(2))[0][:, :, 0]  # (B, H, M) one-hot
-        slot = z.argmax(-1, keepdim=True)  # (B, H, 1)
-        rows = slot.unsqueeze(-1).expand(b, h, 1, d)
+        b, h, d, w, per = qh.shape[0], self.num_heads, self.head_dim, self.window, self.slots_per_cluster
+        evict = self.write_mode == "on_eviction" and w > 0
+        full = not w or bool(cache.win_valid.all())
+        src_k, src_v = (cache.win_k[:, :, :1], cache.win_v[:, :, :1]) if evict else (kh, vh)
+        r1, r2 = self._route_logits(src_k)
+        cluster = r1.argmax(-1, keepdim=True)  # (B, H, 1, 1)
+        slot = r2.view(b, h, self.num_clusters, per).gather(2, cluster.expand(b, h, 1, per)).argmax(-1, keepdim=True)
+        slot = slot + cluster * per
+        rows = slot.expand(b, h, 1, d)
         old_k, old_v = cache.mem_k.gather(2, rows), cache.mem_v.gather(2, rows)
-        g = write_gate(old_k, src_k, src_v, torch.ones_like(slot, dtype=z.dtype), self.gate_w, self.gate_b)
-        w = g.unsqueeze(-1)  # z * g at the routed slot
-        if active is not None:
-            w = w * active.to(w.dtype).view(-1, 1, 1)
-        usage = cache.usage.clone()
-        used = usage.gather(2, slot)
-        usage.scatter_(2, slot, used + w * (1 - used))
-        w = w.unsqueeze(-1)
-        mk = cache.mem_k.clone().scatter_(2, rows, (1 - w) * old_k + w * src_k.unsqueeze(-2))
-        mv = cache.mem_v.clone().scatter_(2, rows, (1 - w) * old_v + w * src_v.unsqueeze(-2))
-        hit = torch.ones_like(slot, dtype=torch.bool) if active is None else active.view(-1, 1, 1).expand(b, h, 1)
-        occ = cache.occupied.clone().scatter_(2, slot, cache.occupied.gather(2, slot) | hit)
-        return self._slide_window_and_read(cache, (qh, kh, vh), (mk, mv, occ, usage))
+        g = gate_from_old(src_k[:, :, 0], old_k[:, :, 0], src_v[:, :, 0], self.gate_w, self.gate_b)[..., None, None]
+        idx = slot[..., 0]  # (B, H, 1)
+        hit: Tensor | bool = True
+        if evict and not full:  # no token leaves a window that is not full yet: nothing is written
+            active = cache.win_valid[:, :1]
+            g = g * active.view(-1, 1, 1, 1)
+            hit = cache.occupied.gather(2, idx) | active.view(-1, 1, 1)
+        used = cache.usage.gather(2, idx)
+        usage = cache.usage.scatter(2, idx, used + g[..., 0] * (1 - used))
+        occ = cache.occupied.scatter(2, idx, hit)  # type: ignore[arg-type]
+        keep = 1 - g
+        new_k, new_v = keep * old_k + g * src_k, keep * old_v + g * src_v
+        if w:
+            rows = rows + w
+            keys = torch.cat([cache.win_k[:, :, 1:], kh, cache.mem_k], dim=2).scatter_(2, rows, new_k)
+            values = torch.cat([cache.win_v[:, :, 1:], vh, cache.mem_v], dim=2).scatter_(2, rows, new_v)
+        else:
+            keys, values = cache.mem_k.scatter(2, rows, new_k), cache.mem_v.scatter(2, rows, new_v)
+        return self._decode_read(cache, qh, keys, values, occ, usage, full)
 
     def _check_qkv(self, q: Tensor, k: Tensor, v: Tensor) -> None:
         for name, t in (("q", q), ("k", k), ("v", v)):
