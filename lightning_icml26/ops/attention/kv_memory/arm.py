@@ -306,6 +306,7 @@ class ARMAttention(nn.Module):
         self.policy_active = True
         self.last_aux_loss: Tensor = torch.zeros(())
         self.last_slots_read: Tensor = torch.zeros(())
+        self._read_stats: dict[tuple[torch.dtype, torch.device], tuple[Tensor, Tensor]] = {}
 
     def _init_full_read(self, prob: float) -> None:
         """Start the learned policy at probability ``prob`` on the largest budget for every query (zeroed output)."""
@@ -351,8 +352,10 @@ class ARMAttention(nn.Module):
         return (self.num_heads, self.head_dim, self.num_slots, self.num_clusters, self.window, self.write_mode)
 
     def _route_logits(self, k: Tensor) -> tuple[Tensor, Tensor]:
-        """Cluster and slot logits ``(B, H, T, C)``, ``(B, H, T, M)`` of keys ``(B, H, T, d)`` (shared by the decode
-        fast path, so that both route on the same values)."""
+        """Cluster and slot logits ``(B, H, T, C)``, ``(B, H, T, M)`` of keys ``(B, H, T, d)``.
+
+        :meth:`route` and the no-grad decode step both take them from here, so both route on the same values.
+        """
         return torch.matmul(k, self.w_cluster), torch.matmul(k, self.w_slot)
 
     def route(self, k: Tensor) -> tuple[Tensor, Tensor]:
@@ -653,7 +656,8 @@ class ARMAttention(nn.Module):
 
         mem_occ = occ.unsqueeze(2)
         if self.read_policy == "fixed" and self.read_clusters == self.num_clusters:  # _read's shortcut, inlined
-            out, slots, cost = attend(mem_occ), qh.new_full((), float(self.num_slots)), qh.new_zeros(())
+            slots, cost = self._fixed_read_stats(qh)
+            out = attend(mem_occ)
         else:
             out, per_query, cost = self._read(qh, scores[..., w:], mem_occ, attend)
             slots = per_query.detach().mean()
@@ -661,6 +665,13 @@ class ARMAttention(nn.Module):
         mk, mv, win_k, win_v = keys[:, :, w:], values[:, :, w:], keys[:, :, :w], values[:, :, :w]
         new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
         return out.transpose(1, 2), new
+
+    def _fixed_read_stats(self, qh: Tensor) -> tuple[Tensor, Tensor]:
+        """Slots read (all ``M``) and read cost (0) of the fixed read of every cluster, as constant tensors."""
+        key = (qh.dtype, qh.device)
+        if key not in self._read_stats:
+            self._read_stats[key] = (qh.new_full((), float(self.num_slots)), qh.new_zeros(()))
+        return self._read_stats[key]
 
     def _inference_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
         """:meth:`step` without autograd, for the fixed read policy: the same values, bit for bit, in fewer ops.
@@ -681,15 +692,16 @@ class ARMAttention(nn.Module):
         slot = slot + cluster * per
         rows = slot.expand(b, h, 1, d)
         old_k, old_v = cache.mem_k.gather(2, rows), cache.mem_v.gather(2, rows)
-        g = gate_from_old(src_k[:, :, 0], old_k[:, :, 0], src_v[:, :, 0], self.gate_w, self.gate_b)[..., None, None]
+        gate = gate_from_old(src_k, old_k, src_v, self.gate_w, self.gate_b)  # (B, H, 1)
         idx = slot[..., 0]  # (B, H, 1)
         hit: Tensor | bool = True
         if evict and not full:  # no token leaves a window that is not full yet: nothing is written
-            active = cache.win_valid[:, :1]
-            g = g * active.view(-1, 1, 1, 1)
-            hit = cache.occupied.gather(2, idx) | active.view(-1, 1, 1)
+            active = cache.win_valid[:, :1].view(-1, 1, 1)
+            gate = gate * active
+            hit = cache.occupied.gather(2, idx) | active
         used = cache.usage.gather(2, idx)
-        usage = cache.usage.scatter(2, idx, used + g[..., 0] * (1 - used))
+        usage = cache.usage.scatter(2, idx, used + gate * (1 - used))
+        g = gate.unsqueeze(-1)  # (B, H, 1, 1)
         occ = cache.occupied.scatter(2, idx, hit)  # type: ignore[arg-type]
         keep = 1 - g
         new_k, new_v = keep * old_k + g * src_k, keep * old_v + g * src_v

@@ -106,33 +106,34 @@ def write_gate(mem_k: Tensor, k: Tensor, v: Tensor, z: Tensor, gate_w: Tensor, g
         >>> g.tolist()
         [[0.5]]
     """
-    return gate_from_old(k, (z.unsqueeze(-1) * mem_k).sum(-2), v, gate_w, gate_b)
+    old_k = (z.unsqueeze(-1) * mem_k).sum(-2)
+    return gate_from_old(k.unsqueeze(2), old_k.unsqueeze(2), v.unsqueeze(2), gate_w, gate_b)[:, :, 0]
 
 
 def gate_from_old(k: Tensor, old_k: Tensor, v: Tensor, gate_w: Tensor, gate_b: Tensor) -> Tensor:
-    """The write gate ``sigmoid(w_g · [k ; old_k ; v] + b_g)`` given the routed slot's key ``old_k`` itself.
+    """The write gate ``sigmoid(w_g · [k ; old_k ; v] + b_g)`` given the routed slots' keys ``old_k`` themselves.
 
     :func:`write_gate` picks ``old_k`` with the one-hot choice and calls this; a decode step that has gathered the
     routed row calls it directly and gets the same values, bit for bit.
 
     Args:
-        k: ``(B, H, d)`` key to write.
-        old_k: ``(B, H, d)`` key held by the routed slot before the write.
-        v: ``(B, H, d)`` value to write.
+        k: ``(B, H, T, d)`` keys to write.
+        old_k: ``(B, H, T, d)`` keys held by their routed slots before the write.
+        v: ``(B, H, T, d)`` values to write.
         gate_w: ``(H, 3 d)`` gate weights per head.
         gate_b: ``(H,)`` gate bias per head.
 
     Returns:
-        ``(B, H)`` gates in (0, 1).
+        ``(B, H, T)`` gates in (0, 1).
 
     Example:
-        >>> g = gate_from_old(torch.ones(1, 1, 2), torch.zeros(1, 1, 2), torch.ones(1, 1, 2),
+        >>> g = gate_from_old(torch.ones(1, 1, 1, 2), torch.zeros(1, 1, 1, 2), torch.ones(1, 1, 1, 2),
         ...                   torch.ones(1, 6), torch.zeros(1))
         >>> round(g.item(), 4)  # sigmoid(4)
         0.982
     """
     feats = torch.cat([k, old_k, v], dim=-1)
-    return torch.sigmoid((feats * gate_w).sum(-1) + gate_b)
+    return torch.sigmoid((feats * gate_w[:, None]).sum(-1) + gate_b[:, None])
 
 
 def slot_write(
