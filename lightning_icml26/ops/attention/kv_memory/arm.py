@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +32,24 @@ ARM_WRITE_MODES = ("every_token", "on_eviction")
 
 
 @dataclass
+class _ARMRing:
+    """Preallocated decode state behind ``ARMAttention.step(..., inplace=True)``.
+
+    ``kv`` rows are the ``M`` slots, then a window area of ``2 W`` rows in which the window is ``[start, start + W)``;
+    columns are keys then values. A step writes one slot row and one window row in place; once the window reaches
+    the end of the area its ``W - 1`` kept rows move to the front (one copy every ``W + 1`` steps). ``valid`` marks
+    the occupied slots and the area rows that hold a window token (stale rows are never read).
+    """
+
+    kv: Tensor  # (B, H, M + 2 W, 2 d)
+    valid: Tensor  # (B, H, 1, M + 2 W) bool
+    usage: Tensor  # (B, H, M)
+    start: int
+    full: bool  # every window position holds a token (it stays so)
+    views: tuple[Tensor, ...] = ()  # the cache fields last set from this ring (a replaced field rebuilds it)
+
+
+@dataclass
 class ARMCache:
     """Constant-size decode state of one :class:`ARMAttention` layer.
 
@@ -47,6 +65,9 @@ class ARMCache:
         win_valid: ``(B, W)`` bool, which window positions hold a token.
         position: tokens seen so far.
         signature: the configuration that made the cache (checked by :meth:`ARMAttention.step`).
+
+    After ``ARMAttention.step(..., inplace=True)`` the tensors are views of one preallocated buffer, updated in place
+    by the next in-place step (its window area holds ``W`` rows more than the window, not counted by :meth:`nbytes`).
     """
 
     mem_k: Tensor
@@ -58,6 +79,7 @@ class ARMCache:
     win_valid: Tensor
     position: int
     signature: tuple[int | str, ...]
+    _ring: _ARMRing | None = field(default=None, repr=False, compare=False)
 
     def nbytes(self) -> int:
         """Bytes of the key/value tensors held (memory slots plus window): ``2 (M + W) B H d`` elements."""
@@ -584,17 +606,44 @@ class ARMAttention(nn.Module):
         usage = torch.zeros(batch, h, m, dtype=dtype, device=device)
         return ARMCache(zeros, zeros.clone(), occ, usage, win, win.clone(), ok, 0, self.signature)
 
-    def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
+    def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache, inplace: bool = False) -> tuple[Tensor, ARMCache]:
         """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache.
 
-        The cache handed in is left unchanged. In the new cache the window and the slots are views of one key and
-        one value buffer ``[window ; slots]``, which the read attends with one matmul each. Without autograd and with
-        the fixed read policy (and ``usage_penalty=0``) the step takes a shorter path with the same values, bit for
-        bit.
+        By default the cache handed in is left unchanged: in the new cache the window and the slots are views of one
+        key and one value buffer ``[window ; slots]``, which the read attends with one matmul each. Without autograd
+        and with the fixed read policy (and ``usage_penalty=0``) the step takes a shorter path with the same values,
+        bit for bit.
+
+        ``inplace=True`` (eval, no autograd, fixed read, ``usage_penalty=0``) updates ``cache`` in place and returns
+        it, like a preallocated KV cache: the first such step moves the state into one buffer (slots, then a window
+        area of ``2 W`` rows), and each step then writes one slot row and one window row. The cache and its slot
+        tensors are the same values as the default step's; the output equals it up to floating-point rounding
+        (the softmax runs over the buffer's rows in another order).
+
+        Example:
+            >>> attn = ARMAttention(num_heads=2, head_dim=8, num_slots=8, num_clusters=2, window=4).eval()
+            >>> q, k, v = torch.randn(3, 1, 12, 2, 8).unbind(0)
+            >>> cache = attn.empty_cache(1)
+            >>> with torch.no_grad():
+            ...     for t in range(12):
+            ...         out, same = attn.step(q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], cache, inplace=True)
+            >>> same is cache, cache.position, cache.win_k.shape
+            (True, 12, torch.Size([1, 2, 4, 8]))
         """
         self._check_qkv(q, k, v)
         check_decode_step(q, cache, ARMCache, self.signature)
-        if not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed":
+        fast = (
+            not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed"
+        )
+        if inplace:
+            if not fast:
+                raise ValueError(
+                    "inplace=True needs eval mode without autograd, read_policy='fixed' and usage_penalty=0; got "
+                    f"training={self.training}, grad enabled={torch.is_grad_enabled()}, "
+                    f"read_policy={self.read_policy!r}, usage_penalty={self.usage_penalty}"
+                )
+            return self._inplace_step(q, k, v, cache)
+        if fast:
             return self._inference_step(q, k, v, cache)
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         mk, mv, occ = cache.mem_k, cache.mem_v, cache.occupied
@@ -712,6 +761,106 @@ class ARMAttention(nn.Module):
         else:
             keys, values = cache.mem_k.scatter(2, rows, new_k), cache.mem_v.scatter(2, rows, new_v)
         return self._decode_read(cache, qh, keys, values, occ, usage, full)
+
+    def _ring_of(self, cache: ARMCache) -> _ARMRing:
+        """The cache's preallocated buffer, built (one copy) by its first in-place step or once a field is replaced."""
+        ring = cache._ring
+        fields = (cache.mem_k, cache.mem_v, cache.occupied, cache.usage, cache.win_k, cache.win_v, cache.win_valid)
+        if (
+            ring is not None
+            and len(ring.views) == len(fields)
+            and all(a is b for a, b in zip(ring.views, fields, strict=True))
+        ):
+            return ring
+        b, h, m, d = cache.mem_k.shape
+        w = self.window
+        kv = cache.mem_k.new_zeros(b, h, m + 2 * w, 2 * d)
+        kv[:, :, :m] = torch.cat([cache.mem_k, cache.mem_v], dim=-1)
+        kv[:, :, m : m + w] = torch.cat([cache.win_k, cache.win_v], dim=-1)
+        valid = torch.zeros(b, h, 1, m + 2 * w, dtype=torch.bool, device=kv.device)
+        valid[:, :, 0, :m] = cache.occupied
+        valid[:, :, 0, m : m + w] = cache.win_valid[:, None]
+        ring = _ARMRing(kv, valid, cache.usage.clone(), 0, not w or bool(cache.win_valid.all()))
+        cache.mem_k, cache.mem_v, cache.occupied = kv[:, :, :m, :d], kv[:, :, :m, d:], valid[:, :, 0, :m]
+        cache.usage, cache._ring = ring.usage, ring
+        self._set_ring_window(cache, ring)
+        return ring
+
+    def _set_ring_window(self, cache: ARMCache, ring: _ARMRing) -> None:
+        m, w, d = self.num_slots, self.window, self.head_dim
+        rows = ring.kv.narrow(2, m + ring.start, w)
+        cache.win_k, cache.win_v = rows[..., :d], rows[..., d:]
+        cache.win_valid = ring.valid[:, 0, 0, m + ring.start : m + ring.start + w]
+        ring.views = (cache.mem_k, cache.mem_v, cache.occupied, cache.usage, cache.win_k, cache.win_v, cache.win_valid)
+
+    def _inplace_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
+        """:meth:`step` with ``inplace=True``: the write of :meth:`_inference_step` and a window slide, in place."""
+        ring = self._ring_of(cache)
+        kv, valid, usage = ring.kv, ring.valid, ring.usage
+        b, h, d, m, w, per = (
+            q.shape[0],
+            self.num_heads,
+            self.head_dim,
+            self.num_slots,
+            self.window,
+            self.slots_per_cluster,
+        )
+        s = ring.start
+        qh = q.transpose(1, 2)
+        new = torch.cat([k, v], dim=-1).transpose(1, 2)  # (B, H, 1, 2 d)
+        evict = self.write_mode == "on_eviction" and w > 0
+        src = kv.narrow(2, m + s, 1) if evict else new
+        src_k, src_v = src[..., :d], src[..., d:]
+        r1, r2 = self._route_logits(src_k)
+        cluster = r1.argmax(-1, keepdim=True)  # (B, H, 1, 1)
+        slot = r2.view(b, h, self.num_clusters, per).gather(2, cluster.expand(b, h, 1, per)).argmax(-1, keepdim=True)
+        slot = slot + cluster * per
+        rows = slot.expand(b, h, 1, 2 * d)
+        old = kv.gather(2, rows)
+        gate = gate_from_old(src_k, old[..., :d], src_v, self.gate_w, self.gate_b)  # (B, H, 1)
+        idx = slot[..., 0]
+        occ = cache.occupied
+        hit: Tensor | bool = True
+        if evict and not ring.full:  # no token leaves a window that is not full yet: nothing is written
+            active = cache.win_valid[:, :1].view(-1, 1, 1)
+            gate = gate * active
+            hit = occ.gather(2, idx) | active
+        used = usage.gather(2, idx)
+        usage.scatter_(2, idx, used + gate * (1 - used))
+        occ.scatter_(2, idx, hit)  # type: ignore[call-overload]
+        g = gate.unsqueeze(-1)
+        kv.scatter_(2, rows, (1 - g) * old + g * src)
+        if w:  # the window drops row s and appends the new token
+            start = s + 1
+            if start + w > 2 * w:  # the end of the area: the w - 1 kept rows move to the front
+                kv[:, :, m : m + w - 1] = kv[:, :, m + start : m + start + w - 1]
+                valid[..., m : m + w - 1] = valid[..., m + start : m + start + w - 1]
+                valid[..., m + w - 1 :] = False
+                start = 0
+            else:
+                valid[..., m + s] = False
+            kv[:, :, m + start + w - 1] = new[:, :, 0]
+            valid[..., m + start + w - 1] = True
+            ring.start = start
+            if not ring.full:
+                ring.full = bool(valid[..., m + start : m + start + w].all())
+        scores = torch.matmul(qh, kv[..., :d].transpose(-1, -2)) * d**-0.5  # (B, H, 1, M + 2 W)
+
+        def attend(mem_valid: Tensor | None) -> Tensor:  # a key is always valid (see _decode_read)
+            both = valid if mem_valid is None else torch.cat([mem_valid, valid[..., m:]], dim=-1)
+            return torch.matmul(torch.softmax(torch.where(both, scores, float("-inf")), dim=-1), kv[..., d:])
+
+        if self.read_clusters == self.num_clusters:
+            slots, cost = self._fixed_read_stats(qh)
+            out = attend(None)
+        else:
+            out, per_query, cost = self._read(qh, scores[..., :m], occ.unsqueeze(2), attend)
+            slots = per_query.mean()
+        self.last_aux_loss, self.last_slots_read = cost, slots
+        if w:
+            self._set_ring_window(cache, ring)
+        cache.position += 1
+        return out.transpose(1, 2), cache
 
     def _check_qkv(self, q: Tensor, k: Tensor, v: Tensor) -> None:
         for name, t in (("q", q), ("k", k), ("v", v)):
