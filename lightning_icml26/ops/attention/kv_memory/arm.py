@@ -328,7 +328,9 @@ class ARMAttention(nn.Module):
         self.policy_active = True
         self.last_aux_loss: Tensor = torch.zeros(())
         self.last_slots_read: Tensor = torch.zeros(())
-        self._read_stats: dict[tuple[torch.dtype, torch.device], tuple[Tensor, Tensor]] = {}
+        self._constants: dict[tuple[torch.dtype, torch.device], tuple[Tensor, Tensor, Tensor]] = {}
+        self._full_mask: tuple[Tensor, int] | None = None
+        self._fused_router: tuple[tuple[int, ...], Tensor] | None = None
 
     def _init_full_read(self, prob: float) -> None:
         """Start the learned policy at probability ``prob`` on the largest budget for every query (zeroed output)."""
@@ -378,7 +380,16 @@ class ARMAttention(nn.Module):
 
         :meth:`route` and the no-grad decode step both take them from here, so both route on the same values.
         """
-        return torch.matmul(k, self.w_cluster), torch.matmul(k, self.w_slot)
+        wc, ws = self.w_cluster, self.w_slot
+        if torch.is_grad_enabled():
+            fused = torch.cat([wc, ws], dim=-1)
+        else:  # the same concatenation, kept while the weights are unchanged
+            key = (wc._version, ws._version, wc.data_ptr(), ws.data_ptr(), id(wc), id(ws))
+            if self._fused_router is None or self._fused_router[0] != key:
+                self._fused_router = (key, torch.cat([wc, ws], dim=-1))
+            fused = self._fused_router[1]
+        logits = torch.matmul(k, fused)
+        return logits[..., : self.num_clusters], logits[..., self.num_clusters :]
 
     def route(self, k: Tensor) -> tuple[Tensor, Tensor]:
         """Slot one-hots ``(B, H, T, M)`` for keys ``(B, H, T, d)``, and the cluster one-hots ``(B, H, T, C)``."""
@@ -658,7 +669,7 @@ class ARMAttention(nn.Module):
         g = write_gate(mk, src_k, src_v, z, self.gate_w, self.gate_b).detach().unsqueeze(-1) * z.detach()
         if active is not None:
             g = g * active.to(g.dtype).view(-1, 1, 1)
-        usage = cache.usage + g * (1 - cache.usage)
+        usage = torch.lerp(cache.usage, self._read_constants(q)[2], g)  # u + g (1 - u)
         mk, mv, occ = slot_write(mk, mv, occ, src_k, src_v, z, self.gate_w, self.gate_b, active)
         if self.window:
             mk = torch.cat([cache.win_k[:, :, 1:], kh, mk], dim=2)
@@ -705,7 +716,7 @@ class ARMAttention(nn.Module):
 
         mem_occ = occ.unsqueeze(2)
         if self.read_policy == "fixed" and self.read_clusters == self.num_clusters:  # _read's shortcut, inlined
-            slots, cost = self._fixed_read_stats(qh)
+            slots, cost = self._read_constants(qh)[:2]
             out = attend(mem_occ)
         else:
             out, per_query, cost = self._read(qh, scores[..., w:], mem_occ, attend)
@@ -715,12 +726,29 @@ class ARMAttention(nn.Module):
         new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
         return out.transpose(1, 2), new
 
-    def _fixed_read_stats(self, qh: Tensor) -> tuple[Tensor, Tensor]:
-        """Slots read (all ``M``) and read cost (0) of the fixed read of every cluster, as constant tensors."""
-        key = (qh.dtype, qh.device)
-        if key not in self._read_stats:
-            self._read_stats[key] = (qh.new_full((), float(self.num_slots)), qh.new_zeros(()))
-        return self._read_stats[key]
+    def _read_constants(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Constant tensors of the decode step: slots read by the fixed read of every cluster (``M``), 0 and 1."""
+        key = (like.dtype, like.device)
+        if key not in self._constants:
+            self._constants[key] = tuple(like.new_full((), float(x)) for x in (self.num_slots, 0, 1))  # type: ignore[assignment]
+        return self._constants[key]
+
+    def _window_full(self, cache: ARMCache) -> bool:
+        """Whether every window position of ``cache`` holds a token.
+
+        The check is skipped for the mask last seen full and unchanged since (a full window's mask passes from step
+        to step as it is).
+        """
+        mask = cache.win_valid
+        if not self.window:
+            return True
+        seen = self._full_mask
+        if seen is not None and seen[0] is mask and not mask.is_inference() and mask._version == seen[1]:
+            return True
+        full = bool(mask.all())
+        if full and not mask.is_inference():
+            self._full_mask = (mask, mask._version)
+        return full
 
     def _inference_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
         """:meth:`step` without autograd, for the fixed read policy: the same values, bit for bit, in fewer ops.
@@ -733,12 +761,12 @@ class ARMAttention(nn.Module):
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         b, h, d, w, per = qh.shape[0], self.num_heads, self.head_dim, self.window, self.slots_per_cluster
         evict = self.write_mode == "on_eviction" and w > 0
-        full = not w or bool(cache.win_valid.all())
+        full = self._window_full(cache)
         src_k, src_v = (cache.win_k[:, :, :1], cache.win_v[:, :, :1]) if evict else (kh, vh)
         r1, r2 = self._route_logits(src_k)
         cluster = r1.argmax(-1, keepdim=True)  # (B, H, 1, 1)
         slot = r2.view(b, h, self.num_clusters, per).gather(2, cluster.expand(b, h, 1, per)).argmax(-1, keepdim=True)
-        slot = slot + cluster * per
+        slot = slot.add_(cluster, alpha=per)
         rows = slot.expand(b, h, 1, d)
         old_k, old_v = cache.mem_k.gather(2, rows), cache.mem_v.gather(2, rows)
         gate = gate_from_old(src_k, old_k, src_v, self.gate_w, self.gate_b)  # (B, H, 1)
@@ -748,12 +776,10 @@ class ARMAttention(nn.Module):
             active = cache.win_valid[:, :1].view(-1, 1, 1)
             gate = gate * active
             hit = cache.occupied.gather(2, idx) | active
-        used = cache.usage.gather(2, idx)
-        usage = cache.usage.scatter(2, idx, used + gate * (1 - used))
+        usage = cache.usage.scatter(2, idx, torch.lerp(cache.usage.gather(2, idx), self._read_constants(q)[2], gate))
         g = gate.unsqueeze(-1)  # (B, H, 1, 1)
         occ = cache.occupied.scatter(2, idx, hit)  # type: ignore[arg-type]
-        keep = 1 - g
-        new_k, new_v = keep * old_k + g * src_k, keep * old_v + g * src_v
+        new_k, new_v = torch.lerp(old_k, src_k, g), torch.lerp(old_v, src_v, g)
         if w:
             rows = rows + w
             keys = torch.cat([cache.win_k[:, :, 1:], kh, cache.mem_k], dim=2).scatter_(2, rows, new_k)
@@ -814,7 +840,7 @@ class ARMAttention(nn.Module):
         r1, r2 = self._route_logits(src_k)
         cluster = r1.argmax(-1, keepdim=True)  # (B, H, 1, 1)
         slot = r2.view(b, h, self.num_clusters, per).gather(2, cluster.expand(b, h, 1, per)).argmax(-1, keepdim=True)
-        slot = slot + cluster * per
+        slot = slot.add_(cluster, alpha=per)
         rows = slot.expand(b, h, 1, 2 * d)
         old = kv.gather(2, rows)
         gate = gate_from_old(src_k, old[..., :d], src_v, self.gate_w, self.gate_b)  # (B, H, 1)
@@ -825,11 +851,9 @@ class ARMAttention(nn.Module):
             active = cache.win_valid[:, :1].view(-1, 1, 1)
             gate = gate * active
             hit = occ.gather(2, idx) | active
-        used = usage.gather(2, idx)
-        usage.scatter_(2, idx, used + gate * (1 - used))
+        usage.scatter_(2, idx, torch.lerp(usage.gather(2, idx), self._read_constants(q)[2], gate))
         occ.scatter_(2, idx, hit)  # type: ignore[call-overload]
-        g = gate.unsqueeze(-1)
-        kv.scatter_(2, rows, (1 - g) * old + g * src)
+        kv.scatter_(2, rows, torch.lerp(old, src, gate.unsqueeze(-1)))
         if w:  # the window drops row s and appends the new token
             start = s + 1
             if start + w > 2 * w:  # the end of the area: the w - 1 kept rows move to the front
@@ -851,7 +875,7 @@ class ARMAttention(nn.Module):
             return torch.matmul(torch.softmax(torch.where(both, scores, float("-inf")), dim=-1), kv[..., d:])
 
         if self.read_clusters == self.num_clusters:
-            slots, cost = self._fixed_read_stats(qh)
+            slots, cost = self._read_constants(qh)[:2]
             out = attend(None)
         else:
             out, per_query, cost = self._read(qh, scores[..., :m], occ.unsqueeze(2), attend)

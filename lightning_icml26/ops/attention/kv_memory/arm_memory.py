@@ -150,8 +150,9 @@ def slot_write(
     """Merge one token per (batch, head) into its routed slot through a sigmoid gate.
 
     ``g = sigmoid(w_g · [k ; M_K[slot] ; v] + b_g)``, then ``M[slot] <- (1 - g) M[slot] + g x`` for keys and
-    values, written as ``(1 - g z) M + g z x`` with the (straight-through) one-hot ``z`` so that gradients reach
-    the router; slots with ``z = 0`` are left bit-for-bit unchanged, and ``g = 1`` overwrites exactly.
+    values, written as ``(1 - g z) M + g z x`` (``torch.lerp(M, x, g z)``) with the (straight-through) one-hot
+    ``z`` so that gradients reach the router; slots with ``z = 0`` are left bit-for-bit unchanged, and ``g = 1``
+    overwrites exactly.
 
     Args:
         mem_k: ``(B, H, M, d)`` slot keys.
@@ -183,8 +184,8 @@ def slot_write(
         w = w * active.to(w.dtype).view(-1, 1, 1)
         hit = hit & active.view(-1, 1, 1)
     w = w.unsqueeze(-1)
-    mem_k = (1 - w) * mem_k + w * k.unsqueeze(-2)
-    mem_v = (1 - w) * mem_v + w * v.unsqueeze(-2)
+    mem_k = torch.lerp(mem_k, k.unsqueeze(-2), w)  # (1 - w) M + w x, exactly M where w = 0 and x where w = 1
+    mem_v = torch.lerp(mem_v, v.unsqueeze(-2), w)
     return mem_k, mem_v, occupied | hit
 
 
