@@ -44,6 +44,10 @@ class _ARMRing:
     kv: Tensor  # (B, H, M + 2 W, 2 d)
     valid: Tensor  # (B, H, 1, M + 2 W) bool
     usage: Tensor  # (B, H, M)
+    keys: Tensor  # views of kv and valid kept for the step: the key columns,
+    values: Tensor  # the value columns,
+    keys_t: Tensor  # the keys transposed (B, H, d, M + 2 W),
+    area: Tensor  # and the rows' validity per sequence (B, M + 2 W)
     start: int
     full: bool  # every window position holds a token (it stays so)
     views: tuple[Tensor, ...] = ()  # the cache fields last set from this ring (a replaced field rebuilds it)
@@ -806,17 +810,17 @@ class ARMAttention(nn.Module):
         valid = torch.zeros(b, h, 1, m + 2 * w, dtype=torch.bool, device=kv.device)
         valid[:, :, 0, :m] = cache.occupied
         valid[:, :, 0, m : m + w] = cache.win_valid[:, None]
-        ring = _ARMRing(kv, valid, cache.usage.clone(), 0, not w or bool(cache.win_valid.all()))
+        keys, values, full = kv[..., :d], kv[..., d:], not w or bool(cache.win_valid.all())
+        ring = _ARMRing(kv, valid, cache.usage.clone(), keys, values, keys.transpose(-1, -2), valid[:, 0, 0], 0, full)
         cache.mem_k, cache.mem_v, cache.occupied = kv[:, :, :m, :d], kv[:, :, :m, d:], valid[:, :, 0, :m]
         cache.usage, cache._ring = ring.usage, ring
         self._set_ring_window(cache, ring)
         return ring
 
     def _set_ring_window(self, cache: ARMCache, ring: _ARMRing) -> None:
-        m, w, d = self.num_slots, self.window, self.head_dim
-        rows = ring.kv.narrow(2, m + ring.start, w)
-        cache.win_k, cache.win_v = rows[..., :d], rows[..., d:]
-        cache.win_valid = ring.valid[:, 0, 0, m + ring.start : m + ring.start + w]
+        first, w = self.num_slots + ring.start, self.window
+        cache.win_k, cache.win_v = ring.keys.narrow(2, first, w), ring.values.narrow(2, first, w)
+        cache.win_valid = ring.area.narrow(1, first, w)
         ring.views = (cache.mem_k, cache.mem_v, cache.occupied, cache.usage, cache.win_k, cache.win_v, cache.win_valid)
 
     def _inplace_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
@@ -862,17 +866,18 @@ class ARMAttention(nn.Module):
                 valid[..., m + w - 1 :] = False
                 start = 0
             else:
-                valid[..., m + s] = False
-            kv[:, :, m + start + w - 1] = new[:, :, 0]
-            valid[..., m + start + w - 1] = True
+                valid.select(-1, m + s).fill_(False)
+            kv.narrow(2, m + start + w - 1, 1).copy_(new)
+            valid.select(-1, m + start + w - 1).fill_(True)
             ring.start = start
             if not ring.full:
                 ring.full = bool(valid[..., m + start : m + start + w].all())
-        scores = torch.matmul(qh, kv[..., :d].transpose(-1, -2)) * d**-0.5  # (B, H, 1, M + 2 W)
+        scores = torch.matmul(qh, ring.keys_t) * d**-0.5  # (B, H, 1, M + 2 W)
+        values = ring.values
 
         def attend(mem_valid: Tensor | None) -> Tensor:  # a key is always valid (see _decode_read)
             both = valid if mem_valid is None else torch.cat([mem_valid, valid[..., m:]], dim=-1)
-            return torch.matmul(torch.softmax(torch.where(both, scores, float("-inf")), dim=-1), kv[..., d:])
+            return torch.matmul(torch.softmax(torch.where(both, scores, float("-inf")), dim=-1), values)
 
         if self.read_clusters == self.num_clusters:
             slots, cost = self._read_constants(qh)[:2]
