@@ -707,23 +707,23 @@ class ARMAttention(nn.Module):
         """
         w = self.window
         win_ok = cache.win_valid if window_full or not w else F.pad(cache.win_valid[:, 1:], (0, 1), value=True)
-        scores = torch.matmul(qh, keys.transpose(-1, -2)) * self.head_dim**-0.5  # (B, H, 1, W + M)
         b, h = occ.shape[:2]
         win_read = win_ok.view(b, 1, 1, w).expand(b, h, 1, w)
 
         def attend(mem_valid: Tensor) -> Tensor:
-            # joint_read over the one buffer: a decode step always has a key to attend (the new token ends the
-            # window; without a window it was just written and its cluster ranks first), so a plain softmax over
-            # the valid keys equals masked_softmax here
+            # joint_read over the one buffer, in one SDPA call: a decode step always has a key to attend (the new
+            # token ends the window; without a window it was just written and its cluster ranks first), so the
+            # softmax over the valid keys is masked_softmax's
             valid = torch.cat([win_read, mem_valid], dim=-1)
-            return torch.matmul(torch.softmax(torch.where(valid, scores, float("-inf")), dim=-1), values)
+            return F.scaled_dot_product_attention(qh, keys, values, attn_mask=valid)
 
         mem_occ = occ.unsqueeze(2)
         if self.read_policy == "fixed" and self.read_clusters == self.num_clusters:  # _read's shortcut, inlined
             slots, cost = self._read_constants(qh)[:2]
             out = attend(mem_occ)
         else:
-            out, per_query, cost = self._read(qh, scores[..., w:], mem_occ, attend)
+            mem_scores = torch.matmul(qh, keys[:, :, w:].transpose(-1, -2)) * self.head_dim**-0.5
+            out, per_query, cost = self._read(qh, mem_scores, mem_occ, attend)
             slots = per_query.detach().mean()
         self.last_aux_loss, self.last_slots_read = cost, slots
         mk, mv, win_k, win_v = keys[:, :, w:], values[:, :, w:], keys[:, :, :w], values[:, :, :w]
@@ -872,18 +872,18 @@ class ARMAttention(nn.Module):
             ring.start = start
             if not ring.full:
                 ring.full = bool(valid[..., m + start : m + start + w].all())
-        scores = torch.matmul(qh, ring.keys_t) * d**-0.5  # (B, H, 1, M + 2 W)
-        values = ring.values
+        keys, values = ring.keys, ring.values
 
         def attend(mem_valid: Tensor | None) -> Tensor:  # a key is always valid (see _decode_read)
             both = valid if mem_valid is None else torch.cat([mem_valid, valid[..., m:]], dim=-1)
-            return torch.matmul(torch.softmax(torch.where(both, scores, float("-inf")), dim=-1), values)
+            return F.scaled_dot_product_attention(qh, keys, values, attn_mask=both)
 
         if self.read_clusters == self.num_clusters:
             slots, cost = self._read_constants(qh)[:2]
             out = attend(None)
         else:
-            out, per_query, cost = self._read(qh, scores[..., :m], occ.unsqueeze(2), attend)
+            mem_scores = torch.matmul(qh, ring.keys_t[..., :m]) * d**-0.5
+            out, per_query, cost = self._read(qh, mem_scores, occ.unsqueeze(2), attend)
             slots = per_query.mean()
         self.last_aux_loss, self.last_slots_read = cost, slots
         if w:
