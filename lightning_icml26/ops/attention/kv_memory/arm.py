@@ -708,13 +708,15 @@ class ARMAttention(nn.Module):
         w = self.window
         win_ok = cache.win_valid if window_full or not w else F.pad(cache.win_valid[:, 1:], (0, 1), value=True)
         b, h = occ.shape[:2]
-        win_read = win_ok.view(b, 1, 1, w).expand(b, h, 1, w)
 
         def attend(mem_valid: Tensor) -> Tensor:
             # joint_read over the one buffer, in one SDPA call: a decode step always has a key to attend (the new
             # token ends the window; without a window it was just written and its cluster ranks first), so the
             # softmax over the valid keys is masked_softmax's
-            valid = torch.cat([win_read, mem_valid], dim=-1)
+            if window_full:  # the same mask: every window position valid
+                valid = F.pad(mem_valid, (w, 0), value=True)
+            else:
+                valid = torch.cat([win_ok.view(b, 1, 1, w).expand(b, h, 1, w), mem_valid], dim=-1)
             return F.scaled_dot_product_attention(qh, keys, values, attn_mask=valid)
 
         mem_occ = occ.unsqueeze(2)
