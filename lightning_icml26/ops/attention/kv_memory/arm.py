@@ -334,7 +334,7 @@ class ARMAttention(nn.Module):
         self.last_slots_read: Tensor = torch.zeros(())
         self._constants: dict[tuple[torch.dtype, torch.device], tuple[Tensor, Tensor, Tensor]] = {}
         self._full_mask: tuple[Tensor, int] | None = None
-        self._fused_router: tuple[tuple[int, ...], Tensor] | None = None
+        self._fused_router: tuple[tuple[object, ...], Tensor] | None = None
 
     def _init_full_read(self, prob: float) -> None:
         """Start the learned policy at probability ``prob`` on the largest budget for every query (zeroed output)."""
@@ -388,9 +388,10 @@ class ARMAttention(nn.Module):
         if torch.is_grad_enabled():
             fused = torch.cat([wc, ws], dim=-1)
         else:  # the same concatenation, kept while the weights are unchanged
-            key = (wc._version, ws._version, wc.data_ptr(), ws.data_ptr(), id(wc), id(ws))
+            key = (wc._version, ws._version, wc.data_ptr(), ws.data_ptr(), id(wc), id(ws), wc.dtype, wc.device)
             if self._fused_router is None or self._fused_router[0] != key:
-                self._fused_router = (key, torch.cat([wc, ws], dim=-1))
+                with torch.inference_mode(False):  # a plain tensor, usable outside inference mode too
+                    self._fused_router = (key, torch.cat([wc, ws], dim=-1))
             fused = self._fused_router[1]
         logits = torch.matmul(k, fused)
         return logits[..., : self.num_clusters], logits[..., self.num_clusters :]
@@ -736,7 +737,11 @@ class ARMAttention(nn.Module):
         """Constant tensors of the decode step: slots read by the fixed read of every cluster (``M``), 0 and 1."""
         key = (like.dtype, like.device)
         if key not in self._constants:
-            self._constants[key] = tuple(like.new_full((), float(x)) for x in (self.num_slots, 0, 1))  # type: ignore[assignment]
+            with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable in any mode
+                values = tuple(
+                    torch.full((), float(x), dtype=like.dtype, device=like.device) for x in (self.num_slots, 0, 1)
+                )
+            self._constants[key] = values  # type: ignore[assignment]
         return self._constants[key]
 
     def _window_full(self, cache: ARMCache) -> bool:
