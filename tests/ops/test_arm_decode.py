@@ -131,3 +131,30 @@ def test_inplace_step_needs_eval_without_autograd_and_the_fixed_read() -> None:
         learned.step(q, k, v, cache, inplace=True)
     with torch.no_grad(), pytest.raises(ValueError, match="training=True"):
         attn.train().step(q, k, v, cache, inplace=True)
+
+
+def test_fast_step_rechecks_a_window_mask_changed_in_place() -> None:
+    # the fast step skips the full-window check for the mask it last saw full; an in-place change must be seen
+    attn = _layer(window=3)
+    q, k, v = _tokens(8, seed=4)
+    with torch.no_grad():
+        cache = attn.prefill(q[:, :6], k[:, :6], v[:, :6])[1]
+        _, cache = attn.step(q[:, 6:7], k[:, 6:7], v[:, 6:7], cache)  # full window: its mask is remembered
+        cache.win_valid[1, 0] = False  # sequence 1's oldest window position now holds no token
+        out, fast = attn.step(q[:, 7:8], k[:, 7:8], v[:, 7:8], cache)
+    out_ref, ref = attn.step(q[:, 7:8], k[:, 7:8], v[:, 7:8], cache)
+    assert torch.equal(out, out_ref.detach())
+    for name in FIELDS:
+        assert torch.equal(getattr(fast, name), getattr(ref, name).detach()), name
+
+
+def test_decode_after_inference_mode_still_trains() -> None:
+    attn = _layer(window=2)
+    q, k, v = _tokens(4, seed=5)
+    with torch.inference_mode():
+        attn.step(q[:, :1], k[:, :1], v[:, :1], attn.empty_cache(3, dtype=torch.float64))
+    cache = attn.empty_cache(3, dtype=torch.float64)
+    for t in range(4):
+        out, cache = attn.step(q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], cache)
+    out.sum().backward()
+    assert attn.gate_w.grad is not None
