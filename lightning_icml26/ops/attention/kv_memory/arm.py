@@ -626,7 +626,7 @@ class ARMAttention(nn.Module):
         """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache.
 
         By default the cache handed in is left unchanged: in the new cache the window and the slots are views of one
-        key and one value buffer ``[window ; slots]``, which the read attends with one matmul each. Without autograd
+        key and one value buffer ``[window ; slots]``, which the read attends in one SDPA call. Without autograd
         and with the fixed read policy (and ``usage_penalty=0``) the step takes a shorter path with the same values,
         bit for bit.
 
