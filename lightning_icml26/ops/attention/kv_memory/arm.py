@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lightning_icml26.ops.attention.kv_memory.arm_memory import (
+    gate_from_old,
     gumbel_select,
     joint_read,
     masked_softmax,
@@ -28,6 +29,28 @@ __all__ = ["ARM_READ_POLICIES", "ARM_WRITE_MODES", "ARMAttention", "ARMCache", "
 
 ARM_READ_POLICIES = ("fixed", "top_p", "learned")
 ARM_WRITE_MODES = ("every_token", "on_eviction")
+
+
+@dataclass
+class _ARMRing:
+    """Preallocated decode state behind ``ARMAttention.step(..., inplace=True)``.
+
+    ``kv`` rows are the ``M`` slots, then a window area of ``2 W`` rows in which the window is ``[start, start + W)``;
+    columns are keys then values. A step writes one slot row and one window row in place; once the window reaches
+    the end of the area its ``W - 1`` kept rows move to the front (one copy every ``W + 1`` steps). ``valid`` marks
+    the occupied slots and the area rows that hold a window token (stale rows are never read).
+    """
+
+    kv: Tensor  # (B, H, M + 2 W, 2 d)
+    valid: Tensor  # (B, H, 1, M + 2 W) bool
+    usage: Tensor  # (B, H, M)
+    keys: Tensor  # views of kv and valid kept for the step: the key columns,
+    values: Tensor  # the value columns,
+    keys_t: Tensor  # the keys transposed (B, H, d, M + 2 W),
+    area: Tensor  # and the rows' validity per sequence (B, M + 2 W)
+    start: int
+    full: bool  # every window position holds a token (it stays so)
+    views: tuple[Tensor, ...] = ()  # the cache fields last set from this ring (a replaced field rebuilds it)
 
 
 @dataclass
@@ -46,6 +69,9 @@ class ARMCache:
         win_valid: ``(B, W)`` bool, which window positions hold a token.
         position: tokens seen so far.
         signature: the configuration that made the cache (checked by :meth:`ARMAttention.step`).
+
+    After ``ARMAttention.step(..., inplace=True)`` the tensors are views of one preallocated buffer, updated in place
+    by the next in-place step (its window area holds ``W`` rows more than the window, not counted by :meth:`nbytes`).
     """
 
     mem_k: Tensor
@@ -57,6 +83,7 @@ class ARMCache:
     win_valid: Tensor
     position: int
     signature: tuple[int | str, ...]
+    _ring: _ARMRing | None = field(default=None, repr=False, compare=False)
 
     def nbytes(self) -> int:
         """Bytes of the key/value tensors held (memory slots plus window): ``2 (M + W) B H d`` elements."""
@@ -305,6 +332,9 @@ class ARMAttention(nn.Module):
         self.policy_active = True
         self.last_aux_loss: Tensor = torch.zeros(())
         self.last_slots_read: Tensor = torch.zeros(())
+        self._constants: dict[tuple[torch.dtype, torch.device], tuple[Tensor, Tensor, Tensor]] = {}
+        self._full_mask: tuple[Tensor, int] | None = None
+        self._fused_router: tuple[tuple[object, ...], Tensor] | None = None
 
     def _init_full_read(self, prob: float) -> None:
         """Start the learned policy at probability ``prob`` on the largest budget for every query (zeroed output)."""
@@ -349,11 +379,28 @@ class ARMAttention(nn.Module):
         """What a decode cache must match: heads, head dim, slots, clusters, window and write mode."""
         return (self.num_heads, self.head_dim, self.num_slots, self.num_clusters, self.window, self.write_mode)
 
+    def _route_logits(self, k: Tensor) -> tuple[Tensor, Tensor]:
+        """Cluster and slot logits ``(B, H, T, C)``, ``(B, H, T, M)`` of keys ``(B, H, T, d)``.
+
+        :meth:`route` and the no-grad decode step both take them from here, so both route on the same values.
+        """
+        wc, ws = self.w_cluster, self.w_slot
+        if torch.is_grad_enabled():
+            fused = torch.cat([wc, ws], dim=-1)
+        else:  # the same concatenation, kept while the weights are unchanged
+            key = (wc._version, ws._version, wc.data_ptr(), ws.data_ptr(), id(wc), id(ws), wc.dtype, wc.device)
+            if self._fused_router is None or self._fused_router[0] != key:
+                with torch.inference_mode(False):  # a plain tensor, usable outside inference mode too
+                    self._fused_router = (key, torch.cat([wc, ws], dim=-1))
+            fused = self._fused_router[1]
+        logits = torch.matmul(k, fused)
+        return logits[..., : self.num_clusters], logits[..., self.num_clusters :]
+
     def route(self, k: Tensor) -> tuple[Tensor, Tensor]:
         """Slot one-hots ``(B, H, T, M)`` for keys ``(B, H, T, d)``, and the cluster one-hots ``(B, H, T, C)``."""
-        r1 = torch.einsum("bhtd,hdc->bhtc", k, self.w_cluster)
+        r1, r2 = self._route_logits(k)
         z1 = gumbel_select(r1, self.tau, self.training, self.generator, self.noise_scale)
-        r2 = torch.einsum("bhtd,hdm->bhtm", k, self.w_slot).unflatten(-1, (self.num_clusters, -1))
+        r2 = r2.unflatten(-1, (self.num_clusters, -1))
         z2 = gumbel_select((z1.unsqueeze(-1) * r2).sum(-2), self.tau, self.training, self.generator, self.noise_scale)
         return (z1.unsqueeze(-1) * z2.unsqueeze(-2)).flatten(-2), z1
 
@@ -423,49 +470,53 @@ class ARMAttention(nn.Module):
         return self.num_clusters * (frac * mass).sum(-1).mean()
 
     def _read(
-        self,
-        q: Tensor,
-        win_scores: Tensor,
-        win_valid: Tensor,
-        win_v: Tensor,
-        mem_scores: Tensor,
-        occ: Tensor,
-        read_values: Callable[[Tensor], Tensor],
+        self, q: Tensor, mem_scores: Tensor, occ: Tensor, attend: Callable[[Tensor], Tensor]
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Read for queries ``(B, H, T, d)`` given their scaled scores ``(B, H, T, M)`` against the slots they see."""
+        """Read for queries ``(B, H, T, d)`` given their scaled scores ``(B, H, T, M)`` against the slots they see.
+
+        ``occ`` (broadcastable to the scores) marks the occupied slots; ``attend`` maps the slots a query reads,
+        ``(B, H, T, M)`` bool, to its output (one softmax over them and the query's window). Returns the output, the
+        slots read per query and the read cost.
+        """
         per = self.slots_per_cluster
+        zero = q.new_zeros(())
+        if self.read_policy == "fixed" and self.read_clusters == self.num_clusters:
+            # every cluster is chosen: the occupied slots, without ranking the clusters
+            return (
+                attend(occ.expand_as(mem_scores)),
+                mem_scores.new_full(mem_scores.shape[:-1], float(self.num_slots)),
+                zero,
+            )
         count = occ.unflatten(-1, (self.num_clusters, per)).sum(-1)
         summed = (mem_scores * occ).unflatten(-1, (self.num_clusters, per)).sum(-1)
         cscore = summed / count.clamp_min(1).to(summed.dtype)  # q . centroid = mean of q . slot
         has = count > 0
         rank = rank_desc(cscore.masked_fill(~has, float("-inf")))
-        zero = q.new_zeros(())
 
-        def attend(chosen: Tensor) -> Tensor:
-            valid = occ & chosen.repeat_interleave(per, dim=-1)
-            return joint_read(win_scores, win_valid, win_v, mem_scores, valid, read_values)
+        def read(chosen: Tensor) -> Tensor:
+            return attend(occ & chosen.repeat_interleave(per, dim=-1))
 
         if self.read_policy == "fixed":
             chosen = rank < self.read_clusters
-            return attend(chosen), chosen.sum(-1).to(q.dtype) * per, zero
+            return read(chosen), chosen.sum(-1).to(q.dtype) * per, zero
         probs = masked_softmax(cscore, has)
         if self.read_policy == "top_p":
             ordered = probs.gather(-1, torch.argsort(rank, dim=-1))
             before = (torch.cumsum(ordered, dim=-1) - ordered).gather(-1, rank)
             chosen = (before < self.top_p) & (rank < self.read_clusters)
-            return attend(chosen), chosen.sum(-1).to(q.dtype) * per, zero
+            return read(chosen), chosen.sum(-1).to(q.dtype) * per, zero
         assert self.policy is not None
         entropy = -(probs * probs.clamp_min(torch.finfo(probs.dtype).tiny).log()).sum(-1, keepdim=True)
         layer = torch.full_like(entropy, float(self.layer_idx))
         logits = self.policy(torch.cat([q, entropy, layer], dim=-1))
         if not self.policy_active:  # the fixed read; the MLP stays in the graph with an exact zero gradient
             chosen = rank < self.read_clusters
-            return attend(chosen) + 0.0 * logits.sum(), chosen.sum(-1).to(q.dtype) * per, zero
+            return read(chosen) + 0.0 * logits.sum(), chosen.sum(-1).to(q.dtype) * per, zero
         if not self.train_read_policy:
             logits = logits.detach() + 0.0 * logits  # exact zero gradient, parameters stay in the graph
         choice = gumbel_select(logits, self.tau, self.training, self.generator)
         sizes = torch.tensor(self.budgets, dtype=q.dtype, device=q.device) * per
-        out = sum(choice[..., i, None] * attend(rank < b) for i, b in enumerate(self.budgets))
+        out = sum(choice[..., i, None] * read(rank < b) for i, b in enumerate(self.budgets))
         cost = self.budget_cost * (torch.softmax(logits, dim=-1) * sizes).sum(-1).mean() / self.num_slots
         return out, (choice * sizes).sum(-1), cost  # type: ignore[return-value]
 
@@ -532,7 +583,9 @@ class ARMAttention(nn.Module):
         diff = steps[:, None] - steps[None, :]
         win_valid = (diff >= 0) & (diff < self.window)
         win_scores = torch.matmul(qh, kh.transpose(-1, -2)) * scale
-        out, slots, cost = self._read(qh, win_scores, win_valid, vh, mem_scores, occ, read_values)
+        out, slots, cost = self._read(
+            qh, mem_scores, occ, lambda valid: joint_read(win_scores, win_valid, vh, mem_scores, valid, read_values)
+        )
         aux = cost + (self.balance_weight * self._balance_loss(kh, z1) if self.balance_weight > 0 else 0.0)
         if self.slot_balance_weight > 0:
             aux = aux + self.slot_balance_weight * self.slot_balance_loss(kh, z)
@@ -569,11 +622,44 @@ class ARMAttention(nn.Module):
         usage = torch.zeros(batch, h, m, dtype=dtype, device=device)
         return ARMCache(zeros, zeros.clone(), occ, usage, win, win.clone(), ok, 0, self.signature)
 
-    def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
-        """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache."""
+    def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache, inplace: bool = False) -> tuple[Tensor, ARMCache]:
+        """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache.
+
+        By default the cache handed in is left unchanged: in the new cache the window and the slots are views of one
+        key and one value buffer ``[window ; slots]``, which the read attends in one SDPA call. Without autograd
+        and with the fixed read policy (and ``usage_penalty=0``) the step takes a shorter path with the same values,
+        bit for bit.
+
+        ``inplace=True`` (eval, no autograd, fixed read, ``usage_penalty=0``) updates ``cache`` in place and returns
+        it, like a preallocated KV cache: the first such step moves the state into one buffer (slots, then a window
+        area of ``2 W`` rows), and each step then writes one slot row and one window row. The cache and its slot
+        tensors are the same values as the default step's; the output equals it up to floating-point rounding
+        (the softmax runs over the buffer's rows in another order).
+
+        Example:
+            >>> attn = ARMAttention(num_heads=2, head_dim=8, num_slots=8, num_clusters=2, window=4).eval()
+            >>> q, k, v = torch.randn(3, 1, 12, 2, 8).unbind(0)
+            >>> cache = attn.empty_cache(1)
+            >>> with torch.no_grad():
+            ...     for t in range(12):
+            ...         out, same = attn.step(q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], cache, inplace=True)
+            >>> same is cache, cache.position, cache.win_k.shape
+            (True, 12, torch.Size([1, 2, 4, 8]))
+        """
         self._check_qkv(q, k, v)
         check_decode_step(q, cache, ARMCache, self.signature)
-        if not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed":
+        fast = (
+            not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed"
+        )
+        if inplace:
+            if not fast:
+                raise ValueError(
+                    "inplace=True needs eval mode without autograd, read_policy='fixed' and usage_penalty=0; got "
+                    f"training={self.training}, grad enabled={torch.is_grad_enabled()}, "
+                    f"read_policy={self.read_policy!r}, usage_penalty={self.usage_penalty}"
+                )
+            return self._inplace_step(q, k, v, cache)
+        if fast:
             return self._inference_step(q, k, v, cache)
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
         mk, mv, occ = cache.mem_k, cache.mem_v, cache.occupied
@@ -588,71 +674,229 @@ class ARMAttention(nn.Module):
         g = write_gate(mk, src_k, src_v, z, self.gate_w, self.gate_b).detach().unsqueeze(-1) * z.detach()
         if active is not None:
             g = g * active.to(g.dtype).view(-1, 1, 1)
-        usage = cache.usage + g * (1 - cache.usage)
+        usage = torch.lerp(cache.usage, self._read_constants(q)[2], g)  # u + g (1 - u)
         mk, mv, occ = slot_write(mk, mv, occ, src_k, src_v, z, self.gate_w, self.gate_b, active)
-        return self._slide_window_and_read(cache, (qh, kh, vh), (mk, mv, occ, usage))
+        if self.window:
+            mk = torch.cat([cache.win_k[:, :, 1:], kh, mk], dim=2)
+            mv = torch.cat([cache.win_v[:, :, 1:], vh, mv], dim=2)
+        return self._decode_read(cache, qh, mk, mv, occ, usage)
 
-    def _slide_window_and_read(
-        self, cache: ARMCache, qkv: tuple[Tensor, Tensor, Tensor], memory: tuple[Tensor, Tensor, Tensor, Tensor]
+    def _decode_read(
+        self,
+        cache: ARMCache,
+        qh: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        occ: Tensor,
+        usage: Tensor,
+        window_full: bool = False,
     ) -> tuple[Tensor, ARMCache]:
         """One decode step's read, shared by :meth:`step` and its no-grad fast path.
 
-        Slides the window by the new key/value, reads the window and the written memory, and returns the output
-        with the next cache.
+        Args:
+            cache: the cache before the step (for the window's validity and the position).
+            qh: ``(B, H, 1, d)`` the query.
+            keys: ``(B, H, W + M, d)`` the slid window (oldest first, the new token last), then the written slots.
+            values: ``(B, H, W + M, d)`` their values.
+            occ: ``(B, H, M)`` occupied slots after the write.
+            usage: ``(B, H, M)`` slot usage after the write.
+            window_full: the caller knows every window position of ``cache`` holds a token (they still do after
+                the slide, so its mask is reused).
+
+        Returns:
+            The output ``(B, 1, H, d)`` and the next cache, whose window and slots are views of ``keys``/``values``.
         """
-        qh, kh, vh = qkv
-        mk, mv, occ, usage = memory
-        win_k, win_v, win_ok = cache.win_k, cache.win_v, cache.win_valid
-        if self.window:
-            win_k = torch.cat([win_k[:, :, 1:], kh], dim=2)
-            win_v = torch.cat([win_v[:, :, 1:], vh], dim=2)
-            win_ok = torch.cat([win_ok[:, 1:], torch.ones_like(win_ok[:, :1])], dim=1)
-        scale = self.head_dim**-0.5
-        scores = torch.matmul(qh, win_k.transpose(-1, -2)) * scale
-        mem_scores = torch.einsum("bhtd,bhmd->bhtm", qh, mk) * scale
-        out, slots, cost = self._read(
-            qh,
-            scores,
-            win_ok[:, None, None, :],
-            win_v,
-            mem_scores,
-            occ.unsqueeze(2),
-            lambda p: torch.einsum("bhtm,bhmd->bhtd", p, mv),
-        )
-        self.last_aux_loss, self.last_slots_read = cost, slots.detach().mean()
+        w = self.window
+        win_ok = cache.win_valid if window_full or not w else F.pad(cache.win_valid[:, 1:], (0, 1), value=True)
+        b, h = occ.shape[:2]
+
+        def attend(mem_valid: Tensor) -> Tensor:
+            # joint_read over the one buffer, in one SDPA call: a decode step always has a key to attend (the new
+            # token ends the window; without a window it was just written and its cluster ranks first), so the
+            # softmax over the valid keys is masked_softmax's
+            if window_full:  # the same mask: every window position valid
+                valid = F.pad(mem_valid, (w, 0), value=True)
+            else:
+                valid = torch.cat([win_ok.view(b, 1, 1, w).expand(b, h, 1, w), mem_valid], dim=-1)
+            return F.scaled_dot_product_attention(qh, keys, values, attn_mask=valid)
+
+        mem_occ = occ.unsqueeze(2)
+        if self.read_policy == "fixed" and self.read_clusters == self.num_clusters:  # _read's shortcut, inlined
+            slots, cost = self._read_constants(qh)[:2]
+            out = attend(mem_occ)
+        else:
+            mem_scores = torch.matmul(qh, keys[:, :, w:].transpose(-1, -2)) * self.head_dim**-0.5
+            out, per_query, cost = self._read(qh, mem_scores, mem_occ, attend)
+            slots = per_query.detach().mean()
+        self.last_aux_loss, self.last_slots_read = cost, slots
+        mk, mv, win_k, win_v = keys[:, :, w:], values[:, :, w:], keys[:, :, :w], values[:, :, :w]
         new = ARMCache(mk, mv, occ, usage, win_k, win_v, win_ok, cache.position + 1, self.signature)
         return out.transpose(1, 2), new
+
+    def _read_constants(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Constant tensors of the decode step: slots read by the fixed read of every cluster (``M``), 0 and 1."""
+        key = (like.dtype, like.device)
+        if key not in self._constants:
+            with torch.inference_mode(False), torch.no_grad():  # plain tensors, usable in any mode
+                values = tuple(
+                    torch.full((), float(x), dtype=like.dtype, device=like.device) for x in (self.num_slots, 0, 1)
+                )
+            self._constants[key] = values  # type: ignore[assignment]
+        return self._constants[key]
+
+    def _window_full(self, cache: ARMCache) -> bool:
+        """Whether every window position of ``cache`` holds a token.
+
+        The check is skipped for the mask last seen full and unchanged since (a full window's mask passes from step
+        to step as it is).
+        """
+        mask = cache.win_valid
+        if not self.window:
+            return True
+        seen = self._full_mask
+        if seen is not None and seen[0] is mask and not mask.is_inference() and mask._version == seen[1]:
+            return True
+        full = bool(mask.all())
+        if full and not mask.is_inference():
+            self._full_mask = (mask, mask._version)
+        return full
 
     def _inference_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
         """:meth:`step` without autograd, for the fixed read policy: the same values, bit for bit, in fewer ops.
 
-        The write touches one slot row per (batch, head): the routed row is gathered, merged with the same gate
-        arithmetic as :func:`slot_write` and written into a copy of the slot tensors (the other rows of
-        ``(1 - g z) M + g z x`` are ``M`` exactly); the gate is computed once; the window shifts by one copy.
+        Only the routed slot row of each (batch, head) changes (the other rows of ``(1 - g z) M + g z x`` are ``M``
+        exactly): it is gathered, merged with :func:`slot_write`'s gate arithmetic, and scattered into the new
+        ``[window ; slots]`` buffer that one ``cat`` builds from the slid window and the old slots. The router takes
+        the argmax of :meth:`route`'s logits without building one-hots, and the gate is computed once.
         """
         qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
-        b, h, d = qh.shape[0], self.num_heads, self.head_dim
-        if self.write_mode == "every_token" or self.window == 0:
-            src_k, src_v, active = kh[:, :, 0], vh[:, :, 0], None
-        else:
-            src_k, src_v, active = cache.win_k[:, :, 0], cache.win_v[:, :, 0], cache.win_valid[:, 0]
-        z = self.route(src_k.unsqueeze(2))[0][:, :, 0]  # (B, H, M) one-hot
-        slot = z.argmax(-1, keepdim=True)  # (B, H, 1)
-        rows = slot.unsqueeze(-1).expand(b, h, 1, d)
+        b, h, d, w, per = qh.shape[0], self.num_heads, self.head_dim, self.window, self.slots_per_cluster
+        evict = self.write_mode == "on_eviction" and w > 0
+        full = self._window_full(cache)
+        src_k, src_v = (cache.win_k[:, :, :1], cache.win_v[:, :, :1]) if evict else (kh, vh)
+        r1, r2 = self._route_logits(src_k)
+        cluster = r1.argmax(-1, keepdim=True)  # (B, H, 1, 1)
+        slot = r2.view(b, h, self.num_clusters, per).gather(2, cluster.expand(b, h, 1, per)).argmax(-1, keepdim=True)
+        slot = slot.add_(cluster, alpha=per)
+        rows = slot.expand(b, h, 1, d)
         old_k, old_v = cache.mem_k.gather(2, rows), cache.mem_v.gather(2, rows)
-        g = write_gate(old_k, src_k, src_v, torch.ones_like(slot, dtype=z.dtype), self.gate_w, self.gate_b)
-        w = g.unsqueeze(-1)  # z * g at the routed slot
-        if active is not None:
-            w = w * active.to(w.dtype).view(-1, 1, 1)
-        usage = cache.usage.clone()
-        used = usage.gather(2, slot)
-        usage.scatter_(2, slot, used + w * (1 - used))
-        w = w.unsqueeze(-1)
-        mk = cache.mem_k.clone().scatter_(2, rows, (1 - w) * old_k + w * src_k.unsqueeze(-2))
-        mv = cache.mem_v.clone().scatter_(2, rows, (1 - w) * old_v + w * src_v.unsqueeze(-2))
-        hit = torch.ones_like(slot, dtype=torch.bool) if active is None else active.view(-1, 1, 1).expand(b, h, 1)
-        occ = cache.occupied.clone().scatter_(2, slot, cache.occupied.gather(2, slot) | hit)
-        return self._slide_window_and_read(cache, (qh, kh, vh), (mk, mv, occ, usage))
+        gate = gate_from_old(src_k, old_k, src_v, self.gate_w, self.gate_b)  # (B, H, 1)
+        idx = slot[..., 0]  # (B, H, 1)
+        hit: Tensor | bool = True
+        if evict and not full:  # no token leaves a window that is not full yet: nothing is written
+            active = cache.win_valid[:, :1].view(-1, 1, 1)
+            gate = gate * active
+            hit = cache.occupied.gather(2, idx) | active
+        usage = cache.usage.scatter(2, idx, torch.lerp(cache.usage.gather(2, idx), self._read_constants(q)[2], gate))
+        g = gate.unsqueeze(-1)  # (B, H, 1, 1)
+        occ = cache.occupied.scatter(2, idx, hit)  # type: ignore[arg-type]
+        new_k, new_v = torch.lerp(old_k, src_k, g), torch.lerp(old_v, src_v, g)
+        if w:
+            rows = rows + w
+            keys = torch.cat([cache.win_k[:, :, 1:], kh, cache.mem_k], dim=2).scatter_(2, rows, new_k)
+            values = torch.cat([cache.win_v[:, :, 1:], vh, cache.mem_v], dim=2).scatter_(2, rows, new_v)
+        else:
+            keys, values = cache.mem_k.scatter(2, rows, new_k), cache.mem_v.scatter(2, rows, new_v)
+        return self._decode_read(cache, qh, keys, values, occ, usage, full)
+
+    def _ring_of(self, cache: ARMCache) -> _ARMRing:
+        """The cache's preallocated buffer, built (one copy) by its first in-place step or once a field is replaced."""
+        ring = cache._ring
+        fields = (cache.mem_k, cache.mem_v, cache.occupied, cache.usage, cache.win_k, cache.win_v, cache.win_valid)
+        if (
+            ring is not None
+            and len(ring.views) == len(fields)
+            and all(a is b for a, b in zip(ring.views, fields, strict=True))
+        ):
+            return ring
+        b, h, m, d = cache.mem_k.shape
+        w = self.window
+        kv = cache.mem_k.new_zeros(b, h, m + 2 * w, 2 * d)
+        kv[:, :, :m] = torch.cat([cache.mem_k, cache.mem_v], dim=-1)
+        kv[:, :, m : m + w] = torch.cat([cache.win_k, cache.win_v], dim=-1)
+        valid = torch.zeros(b, h, 1, m + 2 * w, dtype=torch.bool, device=kv.device)
+        valid[:, :, 0, :m] = cache.occupied
+        valid[:, :, 0, m : m + w] = cache.win_valid[:, None]
+        keys, values, full = kv[..., :d], kv[..., d:], not w or bool(cache.win_valid.all())
+        ring = _ARMRing(kv, valid, cache.usage.clone(), keys, values, keys.transpose(-1, -2), valid[:, 0, 0], 0, full)
+        cache.mem_k, cache.mem_v, cache.occupied = kv[:, :, :m, :d], kv[:, :, :m, d:], valid[:, :, 0, :m]
+        cache.usage, cache._ring = ring.usage, ring
+        self._set_ring_window(cache, ring)
+        return ring
+
+    def _set_ring_window(self, cache: ARMCache, ring: _ARMRing) -> None:
+        first, w = self.num_slots + ring.start, self.window
+        cache.win_k, cache.win_v = ring.keys.narrow(2, first, w), ring.values.narrow(2, first, w)
+        cache.win_valid = ring.area.narrow(1, first, w)
+        ring.views = (cache.mem_k, cache.mem_v, cache.occupied, cache.usage, cache.win_k, cache.win_v, cache.win_valid)
+
+    def _inplace_step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache) -> tuple[Tensor, ARMCache]:
+        """:meth:`step` with ``inplace=True``: the write of :meth:`_inference_step` and a window slide, in place."""
+        ring = self._ring_of(cache)
+        kv, valid, usage = ring.kv, ring.valid, ring.usage
+        b, h, d, m, w, per = (
+            q.shape[0],
+            self.num_heads,
+            self.head_dim,
+            self.num_slots,
+            self.window,
+            self.slots_per_cluster,
+        )
+        s = ring.start
+        qh = q.transpose(1, 2)
+        new = torch.cat([k, v], dim=-1).transpose(1, 2)  # (B, H, 1, 2 d)
+        evict = self.write_mode == "on_eviction" and w > 0
+        src = kv.narrow(2, m + s, 1) if evict else new
+        src_k, src_v = src[..., :d], src[..., d:]
+        r1, r2 = self._route_logits(src_k)
+        cluster = r1.argmax(-1, keepdim=True)  # (B, H, 1, 1)
+        slot = r2.view(b, h, self.num_clusters, per).gather(2, cluster.expand(b, h, 1, per)).argmax(-1, keepdim=True)
+        slot = slot.add_(cluster, alpha=per)
+        rows = slot.expand(b, h, 1, 2 * d)
+        old = kv.gather(2, rows)
+        gate = gate_from_old(src_k, old[..., :d], src_v, self.gate_w, self.gate_b)  # (B, H, 1)
+        idx = slot[..., 0]
+        occ = cache.occupied
+        hit: Tensor | bool = True
+        if evict and not ring.full:  # no token leaves a window that is not full yet: nothing is written
+            active = cache.win_valid[:, :1].view(-1, 1, 1)
+            gate = gate * active
+            hit = occ.gather(2, idx) | active
+        usage.scatter_(2, idx, torch.lerp(usage.gather(2, idx), self._read_constants(q)[2], gate))
+        occ.scatter_(2, idx, hit)  # type: ignore[call-overload]
+        kv.scatter_(2, rows, torch.lerp(old, src, gate.unsqueeze(-1)))
+        if w:  # the window drops row s and appends the new token
+            start = s + 1
+            if start + w > 2 * w:  # the end of the area: the w - 1 kept rows move to the front
+                kv[:, :, m : m + w - 1] = kv[:, :, m + start : m + start + w - 1]
+                valid[..., m : m + w - 1] = valid[..., m + start : m + start + w - 1]
+                valid[..., m + w - 1 :] = False
+                start = 0
+            else:
+                valid.select(-1, m + s).fill_(False)
+            kv.narrow(2, m + start + w - 1, 1).copy_(new)
+            valid.select(-1, m + start + w - 1).fill_(True)
+            ring.start = start
+            if not ring.full:
+                ring.full = bool(valid[..., m + start : m + start + w].all())
+        keys, values = ring.keys, ring.values
+
+        def attend(mem_valid: Tensor | None) -> Tensor:  # a key is always valid (see _decode_read)
+            both = valid if mem_valid is None else torch.cat([mem_valid, valid[..., m:]], dim=-1)
+            return F.scaled_dot_product_attention(qh, keys, values, attn_mask=both)
+
+        if self.read_clusters == self.num_clusters:
+            slots, cost = self._read_constants(qh)[:2]
+            out = attend(None)
+        else:
+            mem_scores = torch.matmul(qh, ring.keys_t[..., :m]) * d**-0.5
+            out, per_query, cost = self._read(qh, mem_scores, occ.unsqueeze(2), attend)
+            slots = per_query.mean()
+        self.last_aux_loss, self.last_slots_read = cost, slots
+        if w:
+            self._set_ring_window(cache, ring)
+        cache.position += 1
+        return out.transpose(1, 2), cache
 
     def _check_qkv(self, q: Tensor, k: Tensor, v: Tensor) -> None:
         for name, t in (("q", q), ("k", k), ("v", v)):

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["gumbel_select", "masked_softmax", "rank_desc", "slot_write", "write_gate", "joint_read"]
+__all__ = ["gate_from_old", "gumbel_select", "joint_read", "masked_softmax", "rank_desc", "slot_write", "write_gate"]
 
 
 def gumbel_select(
@@ -107,8 +107,33 @@ def write_gate(mem_k: Tensor, k: Tensor, v: Tensor, z: Tensor, gate_w: Tensor, g
         [[0.5]]
     """
     old_k = (z.unsqueeze(-1) * mem_k).sum(-2)
+    return gate_from_old(k.unsqueeze(2), old_k.unsqueeze(2), v.unsqueeze(2), gate_w, gate_b)[:, :, 0]
+
+
+def gate_from_old(k: Tensor, old_k: Tensor, v: Tensor, gate_w: Tensor, gate_b: Tensor) -> Tensor:
+    """The write gate ``sigmoid(w_g · [k ; old_k ; v] + b_g)`` given the routed slots' keys ``old_k`` themselves.
+
+    :func:`write_gate` picks ``old_k`` with the one-hot choice and calls this; a decode step that has gathered the
+    routed row calls it directly and gets the same values, bit for bit.
+
+    Args:
+        k: ``(B, H, T, d)`` keys to write.
+        old_k: ``(B, H, T, d)`` keys held by their routed slots before the write.
+        v: ``(B, H, T, d)`` values to write.
+        gate_w: ``(H, 3 d)`` gate weights per head.
+        gate_b: ``(H,)`` gate bias per head.
+
+    Returns:
+        ``(B, H, T)`` gates in (0, 1).
+
+    Example:
+        >>> g = gate_from_old(torch.ones(1, 1, 1, 2), torch.zeros(1, 1, 1, 2), torch.ones(1, 1, 1, 2),
+        ...                   torch.ones(1, 6), torch.zeros(1))
+        >>> round(g.item(), 4)  # sigmoid(4)
+        0.982
+    """
     feats = torch.cat([k, old_k, v], dim=-1)
-    return torch.sigmoid(torch.einsum("bhf,hf->bh", feats, gate_w) + gate_b)
+    return torch.sigmoid((feats * gate_w[:, None]).sum(-1) + gate_b[:, None])
 
 
 def slot_write(
@@ -125,8 +150,9 @@ def slot_write(
     """Merge one token per (batch, head) into its routed slot through a sigmoid gate.
 
     ``g = sigmoid(w_g · [k ; M_K[slot] ; v] + b_g)``, then ``M[slot] <- (1 - g) M[slot] + g x`` for keys and
-    values, written as ``(1 - g z) M + g z x`` with the (straight-through) one-hot ``z`` so that gradients reach
-    the router; slots with ``z = 0`` are left bit-for-bit unchanged, and ``g = 1`` overwrites exactly.
+    values, written as ``(1 - g z) M + g z x`` (``torch.lerp(M, x, g z)``) with the (straight-through) one-hot
+    ``z`` so that gradients reach the router; slots with ``z = 0`` are left bit-for-bit unchanged, and ``g = 1``
+    overwrites exactly.
 
     Args:
         mem_k: ``(B, H, M, d)`` slot keys.
@@ -158,8 +184,8 @@ def slot_write(
         w = w * active.to(w.dtype).view(-1, 1, 1)
         hit = hit & active.view(-1, 1, 1)
     w = w.unsqueeze(-1)
-    mem_k = (1 - w) * mem_k + w * k.unsqueeze(-2)
-    mem_v = (1 - w) * mem_v + w * v.unsqueeze(-2)
+    mem_k = torch.lerp(mem_k, k.unsqueeze(-2), w)  # (1 - w) M + w x, exactly M where w = 0 and x where w = 1
+    mem_v = torch.lerp(mem_v, v.unsqueeze(-2), w)
     return mem_k, mem_v, occupied | hit
 
 
