@@ -61,8 +61,11 @@ class _Block(nn.Module):
         att, cache = self.attn.prefill(*self._qkv(x))
         return self._finish(x, att), cache
 
-    def step(self, x: Tensor, cache: Any) -> tuple[Tensor, Any]:
-        att, cache = self.attn.step(*self._qkv(x), cache)
+    def step(self, x: Tensor, cache: Any, inplace: bool = False) -> tuple[Tensor, Any]:
+        if inplace and isinstance(self.attn, ARMAttention) and self.attn.can_step_inplace:
+            att, cache = self.attn.step(*self._qkv(x), cache, inplace=True)
+        else:
+            att, cache = self.attn.step(*self._qkv(x), cache)
         return self._finish(x, att), cache
 
 
@@ -172,12 +175,18 @@ class ARMDecoder(pl.LightningModule):
             caches.append(cache)
         return self.head(self.norm(x)), DecodeState(caches, self.embed(input_ids[:, -1]))
 
-    def step(self, tokens: Tensor, state: DecodeState) -> tuple[Tensor, DecodeState]:
-        """Decode one token per sequence, ``(B,)`` -> logits ``(B, vocab)`` and the new state."""
+    def step(self, tokens: Tensor, state: DecodeState, inplace: bool = False) -> tuple[Tensor, DecodeState]:
+        """Decode one token per sequence, ``(B,)`` -> logits ``(B, vocab)`` and the new state.
+
+        With ``inplace=True`` every ARM layer that can (:attr:`ARMAttention.can_step_inplace`: eval, no autograd,
+        fixed read) updates its cache in ``state`` in place, like a preallocated KV cache, instead of returning a new
+        one: cheaper per token, but ``state`` must not be reused afterwards (no branching from an old state). The
+        other layers return new caches either way; the logits are the same up to floating-point rounding.
+        """
         x = self._embed(tokens.unsqueeze(1), state.prev)
         caches = []
         for block, cache in zip(self._blocks(), state.caches, strict=True):
-            x, cache = block.step(x, cache)
+            x, cache = block.step(x, cache, inplace)
             caches.append(cache)
         return self.head(self.norm(x))[:, 0], DecodeState(caches, self.embed(tokens))
 

@@ -219,7 +219,7 @@ def decode_recall(model: ARMDecoder, ids: torch.Tensor, labels: torch.Tensor, st
     logits, state = model.prefill(ids[:, :start])
     outs, slots = [logits[:, -1]], []
     for t in range(start, ids.shape[1]):
-        step, state = model.step(ids[:, t], state)
+        step, state = model.step(ids[:, t], state, inplace=True)
         outs.append(step)
         slots += [float(layer.last_slots_read) for layer in model.arm_layers()]
     pred, gold = torch.stack(outs, dim=1), labels[:, start - 1 :]
@@ -243,7 +243,7 @@ def decode_cost(model: ARMDecoder, length: int, steps: int = 32) -> dict[str, fl
     _, state = model.prefill(ids[:, :length])
     start = time.perf_counter()
     for t in range(length, length + steps):
-        _, state = model.step(ids[:, t], state)
+        _, state = model.step(ids[:, t], state, inplace=True)
     per_token = (time.perf_counter() - start) / steps
     return {"ms_per_token": 1000 * per_token, "kv_bytes": float(kv_cache_bytes(state.caches, 1))}
 

@@ -130,3 +130,24 @@ def test_decode_equals_parallel_without_token_shift(kind: str) -> None:
 def test_token_shift_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="token_shift"):
         ARMDecoder(token_shift=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("read_policy", ["fixed", "learned"])
+def test_inplace_decode_equals_the_parallel_logits(read_policy: str) -> None:
+    """``step(..., inplace=True)``: the same logits as the parallel form; fixed-read ARM layers keep their caches."""
+    torch.manual_seed(0)
+    kwargs = {"num_clusters": 2, "read_policy": read_policy}
+    model = ARMDecoder(d_model=16, num_layers=2, num_heads=2, attention="arm", budget=8, attention_kwargs=kwargs)
+    model = model.double().eval()
+    ids = torch.randint(0, 256, (2, 20))
+    ref = model(ids)
+    with torch.no_grad():
+        logits, state = model.prefill(ids[:, :7])
+        outs = [logits]
+        for t in range(7, 20):
+            step, new_state = model.step(ids[:, t], state, inplace=True)
+            same = [a is b for a, b in zip(new_state.caches, state.caches, strict=True)]
+            assert same == [read_policy == "fixed"] * 2  # learned read: new caches, as without inplace
+            outs.append(step.unsqueeze(1))
+            state = new_state
+    torch.testing.assert_close(torch.cat(outs, dim=1), ref)

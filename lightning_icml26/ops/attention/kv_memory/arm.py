@@ -622,6 +622,22 @@ class ARMAttention(nn.Module):
         usage = torch.zeros(batch, h, m, dtype=dtype, device=device)
         return ARMCache(zeros, zeros.clone(), occ, usage, win, win.clone(), ok, 0, self.signature)
 
+    @property
+    def can_step_inplace(self) -> bool:
+        """Whether :meth:`step` accepts ``inplace=True`` now: eval mode, no autograd, fixed read, no usage penalty.
+
+        Example:
+            >>> attn = ARMAttention(num_heads=2, head_dim=8, num_slots=8, num_clusters=2, window=4)
+            >>> attn.can_step_inplace
+            False
+            >>> with torch.no_grad():
+            ...     attn.eval().can_step_inplace
+            True
+        """
+        return (
+            not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed"
+        )
+
     def step(self, q: Tensor, k: Tensor, v: Tensor, cache: ARMCache, inplace: bool = False) -> tuple[Tensor, ARMCache]:
         """Decode one token: q, k, v ``(B, 1, H, d)`` -> output ``(B, 1, H, d)`` and the updated cache.
 
@@ -648,9 +664,7 @@ class ARMAttention(nn.Module):
         """
         self._check_qkv(q, k, v)
         check_decode_step(q, cache, ARMCache, self.signature)
-        fast = (
-            not (self.training or torch.is_grad_enabled()) and self.usage_penalty == 0 and self.read_policy == "fixed"
-        )
+        fast = self.can_step_inplace
         if inplace:
             if not fast:
                 raise ValueError(
