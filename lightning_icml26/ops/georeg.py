@@ -70,9 +70,10 @@ def _spectral_terms(zc: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     Frobenius norm of ``Cov`` (scaled like ``Cov``: the same range in half precision).
     """
     n, dim = zc.shape
-    gram = (zc @ zc.mT if n <= dim else zc.mT @ zc) / (n - 1)
+    gram = (zc @ zc.mT if n <= dim else zc.mT @ zc).div_(n - 1)
     trace = gram.diagonal().sum()
-    return gram, trace, (gram.square().sum() - trace.square() / dim) / max(dim - 1, 1)
+    spread = max(dim - 1, 1)
+    return gram, trace, torch.addcmul(gram.square().sum() / spread, trace, trace, value=-1.0 / (dim * spread))
 
 
 def triangle_area(a: Tensor, b: Tensor, c: Tensor) -> Tensor:
@@ -160,7 +161,7 @@ def _penalty(z: Tensor, edges: Tensor, area_eps: float, with_grad: bool) -> tupl
     - value ``(||S||_F^2 - t^2 / D) / k - log s``;
     - ``d/dZc`` of the variance ``4 (Zc S - (t / D) Zc) / (k (B - 1))`` (``Zc S = (Zc Zc^T / (B - 1)) Zc``);
     - ``d/dE`` of ``-log s``: ``2 c adj(G) E`` with ``c = -1 / (4 r s)`` where ``g >= 0`` (else 0, as
-      ``clamp_min``) and ``adj(G) = [[G11, -G01], [-G01, G00]]``; ``d/dZc = A^T d/dE``;
+      ``clamp_min``) and ``adj(G) = [[G11, -G01], [-G10, G00]] = tr(G) I - G``; ``d/dZc = A^T d/dE``;
     - ``d/dZ`` is ``d/dZc`` minus its column means (the centring), as autograd would return it.
     """
     n, dim = z.shape
@@ -168,18 +169,18 @@ def _penalty(z: Tensor, edges: Tensor, area_eps: float, with_grad: bool) -> tupl
     gram_z, trace, variance = _spectral_terms(zc)
     sides = edges @ zc  # (mu_b - mu_a, mu_c - mu_a); centring leaves them unchanged
     dots = sides @ sides.mT  # [[ab.ab, ab.ac], [ac.ab, ac.ac]]
-    gram = dots[0, 0] * dots[1, 1] - dots[0, 1].square()
-    root = torch.sqrt(gram.clamp_min(0.0) + 1e-12)
-    shifted = 0.5 * root + area_eps  # area + area_eps
-    value = variance - torch.log(shifted)
+    d00, d01, _, d11 = dots.view(4).unbind()
+    lagrange = torch.addcmul(d00 * d11, d01, d01, value=-1.0)
+    root = lagrange.clamp_min(0.0).add_(1e-12).sqrt_()
+    shifted = root.mul(0.5).add_(area_eps)  # area + area_eps
+    value = variance - shifted.log()
     if not with_grad:
         return value, None
     zc_cov = gram_z @ zc if n <= dim else zc @ gram_z  # Zc S
-    grad = (zc_cov - zc * (trace / dim)).mul_(4.0 / (max(dim - 1, 1) * (n - 1)))
-    coef = torch.where(gram >= 0, -0.5 / (root * shifted), 0.0)  # 2 c
-    off = -dots[0, 1]
-    adjugate = torch.stack((dots[1, 1], off, off, dots[0, 0])).view(2, 2)
-    grad.addmm_(edges.mT, (adjugate @ sides).mul_(coef))
+    grad = torch.addcmul(zc_cov, zc, trace, value=-1.0 / dim)  # Zc S - (t / D) Zc
+    coef = (lagrange >= 0) / (root * shifted)  # -2 c; clamp_min passes no gradient below 0
+    adjugate_sides = torch.addmm(sides * dots.trace(), dots, sides, alpha=-1.0).mul_(coef)  # adj(G) = tr(G) I - G
+    grad.addmm_(edges.mT, adjugate_sides, beta=4.0 / (max(dim - 1, 1) * (n - 1)), alpha=-0.5)
     return value, grad.sub_(grad.mean(dim=0, keepdim=True))
 
 
