@@ -13,7 +13,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["check_energies", "check_fraction", "check_int", "check_log_weights", "check_real", "flat_double"]
+__all__ = [
+    "check_energies",
+    "check_fraction",
+    "check_int",
+    "check_log_weights",
+    "check_real",
+    "check_sampling_args",
+    "flat_double",
+]
 
 
 def check_int(name: str, value: Any, low: int) -> int:
@@ -156,3 +164,29 @@ def check_log_weights(log_weights: Any, allow_empty: bool = False) -> Tensor:
     if bool(torch.isnan(lw).any() | (lw == float("inf")).any()):
         raise ValueError("log_weights must not contain nan or +inf")
     return lw
+
+
+def check_sampling_args(
+    temperature: float, top_k: int | None, top_p: float | None, num_bins: int | None = None
+) -> None:
+    """Validate sampling settings.
+
+    Raises:
+        ValueError: if ``temperature <= 0`` (or not finite), ``top_k < 1`` or ``top_p`` outside ``(0, 1]``.
+
+    Example:
+        >>> check_sampling_args(0.0, None, None)
+        Traceback (most recent call last):
+        ...
+        ValueError: temperature must be a finite number > 0, got 0.0
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a float, got {type(temperature).__name__}")
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
+    if top_k is not None and num_bins is not None and top_k > num_bins:
+        raise ValueError(f"top_k must be at most num_bins={num_bins}, got {top_k}")
+    if top_p is not None and not (0.0 < float(top_p) <= 1.0):
+        raise ValueError(f"top_p must be None or in (0, 1], got {top_p!r}")

@@ -13,10 +13,10 @@ from lightning.pytorch.callbacks import Callback
 from torch import Tensor
 from typing_extensions import override
 
+from lightning_icml26._checks import check_sampling_args
 from lightning_icml26._optional import require_pyplot
 from lightning_icml26._requirements import Requirement, declare_requirements
 from lightning_icml26.algorithms.boltzmann_reweighting import BoltzmannReweighter, ChiralityFix
-from lightning_icml26.data.boltzmann.sampler import check_sampling_args
 from lightning_icml26.metrics.functional.boltzmann import energy_w2, tica_w2, torus_w2
 
 __all__ = ["BoltzmannEvalCallback", "plot_boltzmann"]

@@ -158,11 +158,10 @@ class GeoReg(Callback):
             self._epoch_count += 1
             if self.log_on_step:
                 pl_module.log("georeg", self._last_penalty, on_step=True, on_epoch=True)
-            extra = self.weight * pen
-            if isinstance(out, Tensor):
-                return out + extra
+            if isinstance(out, Tensor):  # loss + weight * pen, one operation (one node in the graph)
+                return torch.add(out, pen, alpha=self.weight)
             if isinstance(out, Mapping) and "loss" in out:
-                return {**out, "loss": out["loss"] + extra}
+                return {**out, "loss": torch.add(out["loss"], pen, alpha=self.weight)}
             raise TypeError(
                 f"GeoReg needs training_step to return a loss tensor or a dict with 'loss', got {type(out)}"
             )

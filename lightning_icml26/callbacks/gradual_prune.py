@@ -118,6 +118,5 @@ class GradualMagnitudePrune(MagnitudePrune):
             self.amount = cubic_sparsity(step, self.final_sparsity, start, end, self.initial_sparsity)
             self.prune(pl_module)
         elif self.pruned and not self._masks:  # resumed: the weights carry the zeros, the mask is read from them
-            self._masks = {name: w.detach() != 0 for name, w in select_weights(pl_module, self.include).items()}
-            self._cast_masks = []
+            self._set_masks({name: w.detach() != 0 for name, w in select_weights(pl_module, self.include).items()})
         super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)

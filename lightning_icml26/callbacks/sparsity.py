@@ -240,7 +240,8 @@ class MagnitudePrune(Callback):
     * ``threshold`` or ``amount`` (a global percentile, e.g. ``0.9`` prunes 90 % of the selected weights):
       pruning applied at fit end (after the sweep) or, with ``prune_at_epoch``, at the start of that epoch;
       then the mask is kept fixed for the rest of training (gradients of pruned entries are zeroed after
-      backward and the weights re-masked after each optimizer step).
+      backward and the weights re-masked after each optimizer step, each with one multi-tensor multiply by
+      masks kept in the weights' dtype; the masked tensors are looked up at each epoch start, not per step).
 
     A model in which ``include`` selects no weight is refused at setup, before training (``ValueError``).
 
@@ -301,7 +302,11 @@ class MagnitudePrune(Callback):
         self.threshold_used: float | None = None
         self.sweep_results: list[dict[str, float]] = []
         self._masks: dict[str, torch.Tensor] = {}
-        self._cast_masks: list[torch.Tensor] = []  # the masks in their weights' dtype, rebuilt when masks change
+        # per-step caches, rebuilt when the masks change, at each epoch start, for another module, or when a
+        # weight changes dtype or device: the masked weights and the masks in their weights' dtype
+        self._targets: list[torch.Tensor] = []
+        self._targets_of: nn.Module | None = None
+        self._cast_masks: list[torch.Tensor] = []
 
     @override
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -327,24 +332,37 @@ class MagnitudePrune(Callback):
             if self.threshold is not None
             else global_magnitude_threshold(weights.values(), self.amount or 0.0)
         )
-        self._masks = magnitude_masks(weights, thr)
-        self._cast_masks = []
+        self._set_masks(magnitude_masks(weights, thr))
         self._apply_masks(module)
         self.pruned = True
         self.threshold_used = float(thr)
         return float(thr)
 
+    def _set_masks(self, masks: dict[str, torch.Tensor]) -> None:
+        """Fix new keep-masks and drop the per-step caches built from the old ones."""
+        self._masks = masks
+        self._forget_targets()
+
+    def _forget_targets(self) -> None:
+        self._targets, self._targets_of, self._cast_masks = [], None, []
+
     def _mask_pairs(self, module: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """The masked weights and their masks in the weights' dtype and device (converted once, then cached)."""
-        weights = select_weights(module, self.include)
-        ws = [weights[name] for name in self._masks]
-        cached = self._cast_masks
-        stale = len(cached) != len(ws) or any(
-            m.device != w.device or m.dtype != w.dtype for m, w in zip(cached, ws, strict=True)
+        """The masked weights and their masks in the weights' dtype and device.
+
+        Both are looked up once and cached (no module walk per step); the cache is rebuilt for another module,
+        at each epoch start, when the masks change, and when a weight has changed dtype or device.
+        """
+        ws, cached = self._targets, self._cast_masks
+        stale = (
+            module is not self._targets_of
+            or len(cached) != len(ws)
+            or any(m.device != w.device or m.dtype != w.dtype for m, w in zip(cached, ws, strict=True))
         )
         if stale:
+            weights = select_weights(module, self.include)
+            ws = [weights[name] for name in self._masks]
             cached = [mask.to(device=w.device, dtype=w.dtype) for mask, w in zip(self._masks.values(), ws, strict=True)]
-            self._cast_masks = cached
+            self._targets, self._targets_of, self._cast_masks = ws, module, cached
         return ws, cached
 
     @torch.no_grad()
@@ -354,26 +372,32 @@ class MagnitudePrune(Callback):
 
     @override
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._forget_targets()  # the masked weights are looked up again once per epoch
         if self.prune_at_epoch is None:
             return
         if not self.pruned and trainer.current_epoch >= self.prune_at_epoch:
             self.prune(pl_module)
         elif self.pruned and not self._masks:
             # resumed from a checkpoint: the weights already carry the zeros, the fixed mask is read from them
-            self._masks = {name: w.detach() != 0 for name, w in select_weights(pl_module, self.include).items()}
-            self._cast_masks = []
+            self._set_masks({name: w.detach() != 0 for name, w in select_weights(pl_module, self.include).items()})
 
     @override
     def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not self._masks:
             return
         ws, masks = self._mask_pairs(pl_module)
-        pairs = [(w.grad, m) for w, m in zip(ws, masks, strict=True) if w.grad is not None and w.grad.dtype == m.dtype]
-        if pairs:
-            torch._foreach_mul_([g for g, _ in pairs], [m for _, m in pairs])
-        for w, mask in zip(ws, self._masks.values(), strict=True):  # a gradient in another dtype than its weight
-            if w.grad is not None and w.grad.dtype != w.dtype:
-                w.grad.mul_(mask.to(w.grad.device))
+        grads, grad_masks = [], []
+        for w, cast, mask in zip(ws, masks, self._masks.values(), strict=True):
+            grad = w.grad
+            if grad is None:
+                continue
+            if grad.dtype == cast.dtype:
+                grads.append(grad)
+                grad_masks.append(cast)
+            else:  # a gradient in another dtype than its weight
+                grad.mul_(mask.to(grad.device))
+        if grads:
+            torch._foreach_mul_(grads, grad_masks)
 
     @override
     def on_train_batch_end(

@@ -221,3 +221,51 @@ def test_callback_logs_the_epoch_mean_penalty(log_on_step):
     assert ("georeg_step" in metrics) == log_on_step
     with pytest.raises(TypeError, match="log_on_step"):
         GeoReg(log_on_step=1)  # type: ignore[arg-type]
+
+
+def _per_class_penalty(z, y, pick, cov_eps=1e-4, area_eps=1e-6):
+    """The penalty as first written: one centroid per class, a dense ridged covariance and its eigenvalues."""
+    mu = [z[y == c].mean(0) for c in pick]
+    ab, ac = mu[1] - mu[0], mu[2] - mu[0]
+    area = 0.5 * torch.sqrt(((ab @ ab) * (ac @ ac) - (ab @ ac) ** 2).clamp_min(0.0) + 1e-12)
+    zc = z - z.mean(0)
+    cov = zc.T @ zc / (z.shape[0] - 1) + cov_eps * torch.eye(z.shape[1], dtype=z.dtype)
+    lam = torch.linalg.eigvalsh(cov)
+    variance = (lam - lam.mean()).square().sum() / max(lam.numel() - 1, 1)  # 0 for one dimension, as the package
+    return variance - torch.log(area + area_eps)
+
+
+@pytest.mark.parametrize(("batch", "dim"), [(12, 40), (40, 6), (9, 9), (30, 2)])
+def test_closed_form_gradient_matches_autograd_of_the_per_class_formula(batch, dim):
+    g = torch.Generator().manual_seed(batch * 100 + dim)
+    z = (torch.randn(batch, dim, generator=g, dtype=torch.float64) * 2 + 0.5).requires_grad_()
+    y = torch.randint(0, 5, (batch,), generator=g)
+    y[:3] = torch.tensor([0, 1, 2])
+    pick = torch.unique(y)[torch.randperm(torch.unique(y).numel(), generator=torch.Generator().manual_seed(4))[:3]]
+    ref = _per_class_penalty(z, y, pick, cov_eps=0.3)  # the ridge shifts every eigenvalue: the variance keeps
+    (ref_grad,) = torch.autograd.grad(ref, z)
+    pen, skipped = georeg_penalty(z, y, torch.Generator().manual_seed(4), cov_eps=0.3)
+    (grad,) = torch.autograd.grad(pen, z)
+    assert not skipped
+    torch.testing.assert_close(pen, ref, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(grad, ref_grad, rtol=1e-9, atol=1e-11)
+    with torch.no_grad():  # the value-only path gives the same number
+        assert georeg_penalty(z, y, torch.Generator().manual_seed(4))[0].item() == pen.item()
+    assert torch.autograd.gradcheck(lambda t: georeg_penalty(t, y, torch.Generator().manual_seed(4))[0], (z,))
+
+
+def test_closed_form_gradient_of_collinear_centroids_and_no_double_backward():
+    # collinear centroids: the Lagrange term is exactly 0, its huge coefficient meets a zero adjugate product
+    z = torch.tensor([[0.0, 1.0], [1.0, -1.0], [2.0, 0.5], [0.0, -1.0]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 1, 2, 0])
+    z2 = z.detach().clone()
+    z2[:, 0] = torch.tensor([0.0, 1.0, 2.0, 0.0])
+    z2[:, 1] = 2.0 * z2[:, 0]  # every point on one line
+    z2.requires_grad_()
+    (ref_grad,) = torch.autograd.grad(_per_class_penalty(z2, y, torch.tensor([0, 1, 2])), z2)
+    (grad,) = torch.autograd.grad(georeg_penalty(z2, y)[0], z2)
+    torch.testing.assert_close(grad, ref_grad, rtol=1e-9, atol=1e-9)
+    pen = georeg_penalty(z, y)[0]
+    (first,) = torch.autograd.grad(pen, z, create_graph=True)
+    with pytest.raises(RuntimeError):
+        first.sum().backward()

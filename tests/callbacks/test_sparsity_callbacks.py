@@ -171,3 +171,52 @@ def test_a_model_without_the_selected_layers_is_refused_at_setup(tmp_path, callb
     monitor = SparsityMonitor(include="linear")
     _trainer(tmp_path, [monitor], epochs=1).fit(_module(), train, val)
     assert 0.0 <= monitor.history[0]["sparsity"] <= 1.0
+
+
+def _masked_adamw_reference(module: ClassifierModule, batches: list, threshold: float) -> dict[str, torch.Tensor]:
+    """Fixed-mask fine-tuning written out by hand: one plain epoch, prune, then mask gradients and weights."""
+    opt = torch.optim.AdamW(module.parameters(), lr=0.05, weight_decay=0.0)
+    weights = [module.net[0].weight, module.net[2].weight]
+    for x, y in batches:  # epoch 0: no mask yet
+        opt.zero_grad()
+        nn.functional.cross_entropy(module(x), y).backward()
+        opt.step()
+    masks = [w.detach().abs() > threshold for w in weights]
+    with torch.no_grad():
+        for w, m in zip(weights, masks, strict=True):
+            w.mul_(m)
+    for x, y in batches:  # epoch 1: the fixed mask
+        opt.zero_grad()
+        nn.functional.cross_entropy(module(x), y).backward()
+        for w, m in zip(weights, masks, strict=True):
+            w.grad.mul_(m)
+        opt.step()
+        with torch.no_grad():
+            for w, m in zip(weights, masks, strict=True):
+                w.mul_(m)
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+def test_fixed_mask_finetuning_equals_the_hand_written_masked_loop(tmp_path) -> None:
+    # The callback caches the masked tensors and their cast masks; its steps must be those of the plain loop, and
+    # the same callback object, already pruned, must mask a second model it fine-tunes next (not the first one).
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(48, 6, generator=g), torch.randint(0, 3, (48,), generator=g)
+    loader = DataLoader(TensorDataset(x, y), batch_size=16)
+    opt = functools.partial(torch.optim.AdamW, lr=0.05, weight_decay=0.0)
+    torch.manual_seed(0)
+    module = ClassifierModule(MLP(6, 3, hidden=16, depth=1), num_classes=3, optimizer=opt)
+    torch.manual_seed(0)
+    ref = _masked_adamw_reference(ClassifierModule(MLP(6, 3, hidden=16, depth=1), num_classes=3), list(loader), 0.2)
+    prune = MagnitudePrune(threshold=0.2, include="linear", prune_at_epoch=1, evaluate=None)
+    _trainer(tmp_path, [prune], epochs=2).fit(module, loader)
+    for name, p in module.named_parameters():
+        torch.testing.assert_close(p.detach(), ref[name], rtol=1e-6, atol=1e-7)
+    assert bool((module.net[0].weight.detach()[~prune._masks["net.0.weight"]] == 0).all())
+    torch.manual_seed(1)
+    second = ClassifierModule(MLP(6, 3, hidden=16, depth=1), num_classes=3, optimizer=opt)
+    _trainer(tmp_path, [prune], epochs=1).fit(second, loader)
+    for name in ("net.0.weight", "net.2.weight"):
+        kept = second.get_parameter(name).detach()
+        assert bool((kept[~prune._masks[name]] == 0).all())
+        assert bool((kept[prune._masks[name]] != 0).all())

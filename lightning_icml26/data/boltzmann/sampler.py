@@ -6,39 +6,14 @@ under the sampling distribution, which is what importance weights need.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 from torch import Tensor
 
+from lightning_icml26._checks import check_sampling_args  # defined in the bottom layer: callbacks check with it too
+
 __all__ = ["autoregressive_sample", "check_sampling_args", "masked_log_softmax", "sequence_log_prob"]
-
-
-def check_sampling_args(
-    temperature: float, top_k: int | None, top_p: float | None, num_bins: int | None = None
-) -> None:
-    """Validate sampling settings.
-
-    Raises:
-        ValueError: if ``temperature <= 0`` (or not finite), ``top_k < 1`` or ``top_p`` outside ``(0, 1]``.
-
-    Example:
-        >>> check_sampling_args(0.0, None, None)
-        Traceback (most recent call last):
-        ...
-        ValueError: temperature must be a finite number > 0, got 0.0
-    """
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a float, got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
-    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
-    if top_k is not None and num_bins is not None and top_k > num_bins:
-        raise ValueError(f"top_k must be at most num_bins={num_bins}, got {top_k}")
-    if top_p is not None and not (0.0 < float(top_p) <= 1.0):
-        raise ValueError(f"top_p must be None or in (0, 1], got {top_p!r}")
 
 
 def masked_log_softmax(
@@ -83,6 +58,7 @@ def sequence_log_prob(
     """Sum over positions of the masked log-probability of ``tokens`` (``(N, d)``) under ``logits`` (``(N, d, B)``).
 
     Example:
+        >>> import math
         >>> logits = torch.zeros(1, 2, 4)
         >>> round(float(sequence_log_prob(logits, torch.tensor([[0, 3]]))), 4) == round(2 * math.log(0.25), 4)
         True
