@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch import Trainer, seed_everything
 from torch import nn
+from torch.nn.utils import prune
 from torch.optim import SGD, AdamW
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -114,9 +115,12 @@ def _callback(name: str) -> Any:
     raise ValueError(f"unknown callback {name!r}; allowed: {CALLBACKS}")
 
 
-def _fit(callback: Any, steps: int, loader: Any, seed: int) -> None:
+def _fit(callback: Any, steps: int, loader: Any, seed: int, torch_prune: bool = False) -> None:
     seed_everything(seed, verbose=False)
     module = ClassifierModule(_mlp(), num_classes=10)
+    if torch_prune:  # torch's own fixed-mask pruning, MagnitudePrune's criterion: global magnitude, half the weights
+        weights = [(m, "weight") for m in module.modules() if isinstance(m, nn.Linear)]
+        prune.global_unstructured(weights, pruning_method=prune.L1Unstructured, amount=0.5)
     quiet: dict[str, Any] = {
         "logger": False,
         "enable_checkpointing": False,
@@ -150,6 +154,16 @@ def callback_rows(rounds: int, steps: int, seed: int) -> list[dict[str, Any]]:
 
             timing = interleaved_cost(ours, plain, rounds, min_seconds=1e-6)
             rows.append(_row("callback", name, "no callback", f"{steps} steps", timing))
+        # A pruned model costs more to train than a dense one whoever keeps it pruned (AdamW's sqrt on the exact
+        # zeros of the pruned weights' second moments): the same pruning with torch.nn.utils.prune, for context;
+        # the target above stays against no callback.
+        timing = interleaved_cost(
+            lambda: _fit(_callback("MagnitudePrune"), steps, loader, seed),
+            lambda: _fit(None, steps, loader, seed, torch_prune=True),
+            rounds,
+            min_seconds=1e-6,
+        )
+        rows.append(_row("callback", "MagnitudePrune", "torch.nn.utils.prune", f"{steps} steps", timing))
     return rows
 
 
@@ -275,6 +289,10 @@ def import_rows(rounds: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _against_no_callback(row: dict[str, Any]) -> bool:
+    return row["group"] == "callback" and row.get("against", "no callback") == "no callback"
+
+
 def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The issue's targets (worst row of each kind; a row that did not run gives ``nan``, missed).
 
@@ -295,7 +313,7 @@ def build_targets(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         "rewa_sgd_over_sgd_foreach_max": target(worst_of(lambda r: r["piece"].startswith("ReWASGD")), "<=", 1.5),
         "rewa_adamw_over_adamw_foreach_max": target(worst_of(lambda r: r["piece"].startswith("ReWAAdamW")), "<=", 1.5),
         "soft_rank_over_sort_max": target(worst_of(lambda r: r["piece"] == "soft_rank"), "<=", 4.0),
-        "callback_over_none_max": target(worst_of(lambda r: r["group"] == "callback"), "<=", 1.15),
+        "callback_over_none_max": target(worst_of(_against_no_callback), "<=", 1.15),
         "arm_decode_over_sdpa_4k": target(arm(4096), "<=", 1.0),
         "arm_decode_over_sdpa_512": target(arm(512), "<=", 2.0),
         "import_over_plain_max": target(worst_of(lambda r: r["group"] == "import"), "<=", 1.1),
