@@ -76,8 +76,11 @@ class ARMMemoryTrace(Callback):
     norms those of that update. Each figure is logged as ``arm_trace/<figure>`` (mean over the layers; with
     ``per_layer=True`` also ``arm_trace/layer<i>/<figure>``, ``i`` in ``modules()`` order) with ``on_step=True``;
     Lightning hands step metrics to the logger every ``log_every_n_steps`` batches, so take ``every_n_steps`` a
-    multiple of it (a warning says so otherwise). :attr:`history` keeps every trace. Between traces the callback
-    does one modulo per hook; a trace costs one probe forward plus one more pass of each ARM layer.
+    multiple of it (a warning says so otherwise). Lightning also hands a step metric's last value to the logger at
+    the later logging steps of the same epoch, so a trace repeats there until the next one; :attr:`history` holds
+    each trace once, at its step. Between traces the callback does one modulo per hook; a trace costs one probe
+    forward plus one more pass of each ARM layer. With several processes each keeps its own probe (its first
+    batch) and history, and the logger shows rank zero's.
 
     Args:
         every_n_steps: optimizer steps between traces (>= 1).
@@ -155,13 +158,13 @@ class ARMMemoryTrace(Callback):
             [[0, 1, 2], [3, 4, 5]]
         """
         size = self.probe_batch_size
-        self.probe = apply_to_collection(batch, Tensor, lambda t: t[:size].detach().clone())
+        self.probe = apply_to_collection(batch, Tensor, lambda t: (t[:size] if t.dim() else t).detach().clone())
 
     def probe_figures(self, pl_module: nn.Module) -> dict[str, float]:
         """The memory figures of the probe for the module's current weights (modes and layer attributes restored).
 
         Returns:
-            The layer means of :data:`MEMORY_FIGURES` and, with ``per_layer``, ``"layer<i>/<figure>"``.
+            The layer means of ``MEMORY_FIGURES`` and, with ``per_layer``, ``"layer<i>/<figure>"``.
 
         Raises:
             ValueError: no probe yet, no ARM layer, or a probe forward that calls no ARM layer.
@@ -264,7 +267,7 @@ class ARMMemoryTrace(Callback):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         """Check that the module has an ARM layer, and warn when traces would fall between the logger's steps."""
         self.arm_layers(pl_module)
-        every = trainer.log_every_n_steps
+        every = getattr(trainer, "log_every_n_steps", 0)  # set by Lightning's logger connector, not declared
         if every and self.every_n_steps % every:
             rank_zero_warn(
                 f"ARMMemoryTrace(every_n_steps={self.every_n_steps}) is not a multiple of the Trainer's "
