@@ -58,9 +58,9 @@ class ARMMemoryTrace(Callback):
     as means over the probe's sequences and heads:
 
     * ``occupied``: fraction of the ``M`` slots written at least once (the distinct slots the writes went to).
-    * ``overwritten``: fraction of the writes that went to a slot already written in the same sequence (a slot
-      is written by ``T - lag`` tokens of a ``T``-token sequence, ``lag`` the window with ``"on_eviction"`` writes,
-      0 with ``"every_token"``; ``overwritten = 1 - occupied slots / writes``, 0 when nothing is written).
+    * ``overwritten``: fraction of the writes that went to a slot already written in the same sequence (a
+      ``T``-token sequence makes ``T - lag`` writes, ``lag`` the window with ``"on_eviction"`` writes, 0 with
+      ``"every_token"``; ``overwritten = 1 - occupied slots / writes``, 0 when nothing is written).
     * ``usage``: mean write mass ``u = 1 - prod(1 - g)`` of the occupied slots (:attr:`ARMCache.usage`; it
       grows with the write gates ``g`` of the tokens merged into a slot).
     * ``slots_read``: mean slots read per query (``last_slots_read``; every slot of the chosen clusters).
