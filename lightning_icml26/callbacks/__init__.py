@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightning_icml26.callbacks.arm_gumbel_temperature import GumbelTemperatureScheduler
+from lightning_icml26.callbacks.arm_memory_trace import ARMMemoryTrace
 from lightning_icml26.callbacks.arm_read_cost import ReadCostScheduler
 from lightning_icml26.callbacks.arm_usage_penalty import UsagePenaltyScheduler
 from lightning_icml26.callbacks.boltzmann import BoltzmannEvalCallback, plot_boltzmann
@@ -32,6 +33,7 @@ from lightning_icml26.callbacks.upipe import UPipeStepProfile, count_fused_upipe
 from lightning_icml26.callbacks.weight_decay import WeightDecaySchedule
 
 __all__ = [
+    "ARMMemoryTrace",
     "count_fused_upipe_layers",
     "UPipeStepProfile",
     "GumbelTemperatureScheduler",
