@@ -559,3 +559,24 @@ def test_inference_decode_equals_the_autograd_decode_bit_for_bit(write_mode: str
             assert torch.equal(getattr(fast, field), getattr(ref, field).detach()), field
     assert fast.position == ref.position == 12
     assert bool(fast.occupied.any())
+
+
+@pytest.mark.parametrize(("read_policy", "usage_penalty"), [("fixed", 0.0), ("learned", 1.0)])
+def test_parallel_form_under_bf16_autocast(read_policy: str, usage_penalty: float) -> None:
+    """Under autocast the memory keeps its dtype (the float32 gate used to break the scatter); with one slot the
+    routing cannot flip, so the output is the float32 one up to bf16 rounding."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 16, 2, 8).unbind(0)
+    attn = ARMAttention(
+        2, 8, num_slots=8, num_clusters=2, window=4, read_policy=read_policy, usage_penalty=usage_penalty
+    )
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = attn(q, k, v)
+    out.float().sum().backward()
+    assert out.dtype == torch.bfloat16
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in attn.parameters() if p.requires_grad)
+    single = ARMAttention(2, 8, num_slots=1, num_clusters=1, window=4)
+    reference = single(q, k, v)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = single(q, k, v)
+    torch.testing.assert_close(low.float(), reference, rtol=0.02, atol=0.02)

@@ -554,10 +554,11 @@ class ARMAttention(nn.Module):
                 zc, idx = zcs[src], idxs[src]
             old = mem.gather(2, idx)[:, :, 0]
             g = torch.sigmoid(gate_xs[src] + (old[..., :d] * w_old).sum(-1)).unsqueeze(-1) * zc
-            new = (1 - g) * old + g * kvs[src]
+            # under autocast the gate comes out in float32 and the projections in bf16/fp16: keep the memory's dtype
+            new = ((1 - g) * old + g * kvs[src]).to(mem.dtype)
             mem = mem.scatter(2, idx, new.unsqueeze(2))
             used = usage.gather(2, idx[..., 0])
-            usage = usage.scatter(2, idx[..., 0], used + g.detach() * (1 - used))
+            usage = usage.scatter(2, idx[..., 0], (used + g.detach() * (1 - used)).to(usage.dtype))
             written.append(new)
         if routed_in_scan:  # tokens still in the window at the end are routed when they are written (decode)
             tail_z, tail_z1 = self.route(kh[:, :, len(scan_z) :])
