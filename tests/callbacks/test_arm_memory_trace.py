@@ -11,6 +11,7 @@ import torch
 from lightning.pytorch.loggers import Logger
 
 from lightning_icml26.callbacks import ARMMemoryTrace
+from lightning_icml26.cli import run_recipe
 from lightning_icml26.data import RecallDataModule
 from lightning_icml26.modules import ARMDecoder
 from lightning_icml26.ops.attention.kv_memory.arm import ARMAttention
@@ -296,3 +297,13 @@ def test_a_model_without_arm_layers_is_refused_at_fit_start(tmp_path: Path) -> N
 def test_warns_when_traces_fall_between_the_loggers_steps(tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match="not a multiple of the Trainer's log_every_n_steps=2"):
         _trainer(tmp_path, [ARMMemoryTrace(every_n_steps=3)], max_steps=1, log_every_n_steps=2).fit(_model(), _data())
+
+
+def test_recipe_callbacks_group_traces_a_recipe_run(tmp_path: Path) -> None:
+    """The `arm_memory_trace` callbacks option, as its comment runs it: the arm_mqar recipe traces ARM's memory."""
+    callbacks = "callbacks=[default,gumbel,usage_penalty,arm_memory_trace]"
+    overrides = [callbacks, "trainer=smoke", "callbacks.arm_memory_trace.every_n_steps=1", "trainer.max_steps=2"]
+    summary = run_recipe("arm_mqar", overrides, run_dir=tmp_path)
+    assert summary["status"] == "finished"
+    traced = [name for name in summary["metrics"] if name.startswith("arm_trace/")]
+    assert "arm_trace/occupied" in traced
