@@ -17,8 +17,9 @@ The isotonic regression is solved exactly, by one of three algorithms that give 
 * ``"compiled"`` (CPU, float32 / float64): pool-adjacent-violators compiled with numba
   (:mod:`lightning_icml26.ops.soft_rank_kernels`), ``O(n)`` per row after the sort. For ``soft_rank`` the sort,
   the pooling and the scatter back are one compiled call, and the backward pass is the block-averaging Jacobian
-  in torch (so double backward works). It costs about 3x ``torch.sort`` from ``n = 8`` to ``n = 1024`` and for
-  batched rows (``benchmarks/overhead.py``), where the torch paths cost 13-70x on single rows.
+  in torch (so double backward works). Without autograd it costs about 2x ``torch.sort`` from ``n = 8`` to
+  ``n = 1024`` and on batched rows (``benchmarks/overhead.py``), where the torch paths cost 13-70x on single rows;
+  with autograd, forward and backward cost about half the torch path's.
 * ``"pav"`` (any device): pool-adjacent-violators batched in torch; every round pools all adjacent violating
   blocks of every row at once, a few ``O(B n)`` tensor operations per round.
 * ``"min_max"``: the classical min-max formula (Barlow et al. 1972; Robertson, Wright and Dykstra 1988,
@@ -198,14 +199,21 @@ def _project_permutahedron(z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return z - torch.empty_like(fit).scatter(-1, order, fit)
 
 
-def _compiled_ranks(values: torch.Tensor, scale: float, with_backward: bool = True) -> tuple[torch.Tensor, ...]:
-    """Soft ranks of ``(B, n)`` CPU rows of ``scale * values``; with their sort order and pool ids if asked."""
+def _compiled_ranks(values: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Soft ranks of ``(B, n)`` CPU rows of ``scale * values``, their descending sort order and pool ids."""
     kernels = _kernels()
     assert kernels is not None  # _solver checked it
     out, order, pools = kernels.project_onto_rank_permutahedron(values.detach().contiguous().numpy(), scale)
-    if not with_backward:
-        return (torch.from_numpy(out),)
     return torch.from_numpy(out), torch.from_numpy(order), torch.from_numpy(pools)
+
+
+def _compiled_ranks_no_grad(values: torch.Tensor, scale: float) -> torch.Tensor:
+    """Soft ranks of CPU ``values`` of any shape ``(..., n)`` without autograd (reshapes in numpy: cheaper)."""
+    kernels = _kernels()
+    assert kernels is not None  # _solver checked it
+    array = values.detach().contiguous().numpy()
+    out = kernels.soft_ranks(array.reshape(-1, array.shape[-1]), scale)
+    return torch.from_numpy(out.reshape(array.shape))
 
 
 class _CompiledRankProjection(torch.autograd.Function):
@@ -263,10 +271,10 @@ def soft_rank(values: torch.Tensor, regularization_strength: float = 1.0, direct
     # projecting -values / eps gives it rank 1.
     sign = 1.0 if direction == "ascending" else -1.0
     if n > 0 and values.numel() > 0 and _solver(values) == "compiled":
-        flat, scale = values.reshape(-1, n), sign / regularization_strength
+        scale = sign / regularization_strength
         if torch.is_grad_enabled() and values.requires_grad:
-            return _CompiledRankProjection.apply(flat, scale).reshape(values.shape)
-        return _compiled_ranks(flat, scale, with_backward=False)[0].view(values.shape)
+            return _CompiledRankProjection.apply(values.reshape(-1, n), scale).reshape(values.shape)
+        return _compiled_ranks_no_grad(values, scale)
     rho = torch.arange(n, 0, -1, dtype=values.dtype, device=values.device)
     return _project_permutahedron(values * (sign / regularization_strength), rho.expand_as(values))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["decreasing_pool_ids", "project_onto_rank_permutahedron"]
+__all__ = ["decreasing_pool_ids", "project_onto_rank_permutahedron", "soft_ranks"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -66,24 +66,11 @@ def decreasing_pool_ids(y: np.ndarray, pools: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def project_onto_rank_permutahedron(values: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Soft ranks of the rows of ``values``: the projection of ``scale * values`` onto ``perm((n, ..., 1))``.
-
-    Returns ``(out, order, pools)``: the projection (same dtype as ``values``), the descending sort order of
-    ``scale * values`` and the pool index of every sorted position (both int64), which the backward pass needs.
-    The arithmetic is in float64 whatever the input dtype.
-
-    Example:
-        >>> out, order, pools = project_onto_rank_permutahedron(np.array([[3.0, 1.0, 2.0]]), 10.0)
-        >>> out
-        array([[3., 1., 2.]])
-        >>> project_onto_rank_permutahedron(np.array([[3.0, 1.0, 2.0]]), 0.1)[0]
-        array([[2.1, 1.9, 2. ]])
-    """
+def _project_rows(
+    values: np.ndarray, scale: float, out: np.ndarray, order: np.ndarray, pools: np.ndarray, with_backward: bool
+) -> None:
+    """Soft ranks of the rows of ``values`` into ``out``; with ``with_backward`` also ``order`` and ``pools``."""
     b, n = values.shape
-    out = np.empty_like(values)
-    order = np.empty((b, n), dtype=np.int64)
-    pools = np.empty((b, n), dtype=np.int64)
     sums = np.empty(n)
     counts = np.empty(n, dtype=np.int64)
     z = np.empty(n)
@@ -101,7 +88,43 @@ def project_onto_rank_permutahedron(values: np.ndarray, scale: float) -> tuple[n
             for _ in range(counts[k]):
                 j = row_order[i]
                 out[r, j] = z[j] - mean
-                order[r, i] = j
-                pools[r, i] = k
+                if with_backward:
+                    order[r, i] = j
+                    pools[r, i] = k
                 i += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def project_onto_rank_permutahedron(values: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Soft ranks of the rows of ``values``: the projection of ``scale * values`` onto ``perm((n, ..., 1))``.
+
+    Returns ``(out, order, pools)``: the projection (same dtype as ``values``), the descending sort order of
+    ``scale * values`` and the pool index of every sorted position (both int64), which the backward pass needs.
+    The arithmetic is in float64 whatever the input dtype.
+
+    Example:
+        >>> out, order, pools = project_onto_rank_permutahedron(np.array([[3.0, 1.0, 2.0]]), 10.0)
+        >>> out
+        array([[3., 1., 2.]])
+        >>> project_onto_rank_permutahedron(np.array([[3.0, 1.0, 2.0]]), 0.1)[0]
+        array([[2.1, 1.9, 2. ]])
+    """
+    out = np.empty_like(values)
+    order = np.empty(values.shape, dtype=np.int64)
+    pools = np.empty(values.shape, dtype=np.int64)
+    _project_rows(values, scale, out, order, pools, True)
     return out, order, pools
+
+
+@numba.njit(cache=True, nogil=True)
+def soft_ranks(values: np.ndarray, scale: float) -> np.ndarray:
+    """:func:`project_onto_rank_permutahedron` without the backward pass's sort order and pools.
+
+    Example:
+        >>> soft_ranks(np.array([[3.0, 1.0, 2.0]]), 0.1)
+        array([[2.1, 1.9, 2. ]])
+    """
+    out = np.empty_like(values)
+    unused = np.empty((0, 0), dtype=np.int64)
+    _project_rows(values, scale, out, unused, unused, False)
+    return out
