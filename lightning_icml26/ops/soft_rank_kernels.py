@@ -53,11 +53,8 @@ def decreasing_pool_ids(y: np.ndarray, pools: np.ndarray) -> None:
     b, n = y.shape
     sums = np.empty(n)
     counts = np.empty(n, dtype=np.int64)
-    row = np.empty(n)
     for r in range(b):
-        for i in range(n):
-            row[i] = y[r, i]
-        blocks = _pav_stack(row, sums, counts)
+        blocks = _pav_stack(y[r], sums, counts)
         i = 0
         for k in range(blocks):
             for _ in range(counts[k]):
