@@ -4,7 +4,9 @@
   whether the public tests and the PGS checks (public tests plus the reference's sound properties, on
   Hypothesis-drawn inputs) catch it; the size in tokens of the counterexample chosen by min-token selection, by
   Hypothesis shrinking and at random; and whether each executes the mutated line (traced in the sandbox).
-  :func:`summarise_detection` pools the rows of several seeds.
+  A Hypothesis search that stops at the sandbox's limits (a mutant that hangs on every input spends the CPU
+  budget on shrinking steps) gives no counterexample; the row says so (``hypothesis_incomplete``) and
+  :func:`summarise_detection` counts it. :func:`summarise_detection` pools the rows of several seeds.
 * :func:`pgs_comparison_task` (settings :class:`PgsComparisonConfig`): PGS, Self-Debug and direct generation with
   one language model and the same refinement budget, judged on a hidden pool of inputs: fix rate and pass@1.
 
@@ -24,6 +26,7 @@ from typing import Any
 import torch
 
 from lightning_icml26.algorithms.pgs import (
+    CaseResult,
     CodeProblem,
     DirectGeneration,
     LLMGenerator,
@@ -31,6 +34,7 @@ from lightning_icml26.algorithms.pgs import (
     ReferenceTester,
     Sandbox,
     SelfDebug,
+    ShrinkIncompleteError,
     draw_inputs,
     min_token_failure,
     random_failure,
@@ -113,6 +117,18 @@ class PgsDetectionConfig(TaskConfig):
         return pgs_detection_task(self)
 
 
+def _shrunk(box: Sandbox, mutant: Mutant, props: Any, row: dict[str, Any]) -> CaseResult | None:
+    """Hypothesis's shrunk failing input, or ``None``; ``row["hypothesis_incomplete"]`` says if the search stopped."""
+    problem = mutant.problem
+    try:
+        found = box.shrink(mutant.source, problem.entry_point, problem.strategy or "", props, max_examples=100)
+    except ShrinkIncompleteError:  # a mutant that hangs on every input spends the child's CPU on shrinking
+        row["hypothesis_incomplete"] = True
+        return None
+    row["hypothesis_incomplete"] = False
+    return found
+
+
 def _catch_row(
     config: PgsDetectionConfig, box: Sandbox, mutant: Mutant, checks: tuple[Any, list[str]], rng: random.Random
 ) -> dict[str, Any]:
@@ -130,9 +146,7 @@ def _catch_row(
         picks = {
             "min_token": min_token_failure(run.failures, config.count),
             "random": random_failure(run.failures, rng),
-            "hypothesis": box.shrink(
-                mutant.source, problem.entry_point, problem.strategy or "", props, max_examples=100
-            ),
+            "hypothesis": _shrunk(box, mutant, props, row),
         }
         found = {name: case for name, case in picks.items() if case is not None}
         traced = box.run(mutant.source, problem.entry_point, [c.input for c in found.values()], trace=True)
@@ -212,6 +226,7 @@ def summarise_detection(per_seed: list[dict[str, Any]]) -> tuple[list[dict[str, 
         "pgs_caught": float(len(caught)),
         "catch_ratio": len(caught) / public if public else float("inf") if caught else float("nan"),
         "hypothesis_found": float(sum(not math.isnan(r["hypothesis_tokens"]) for r in caught)),
+        "hypothesis_incomplete": float(sum(r.get("hypothesis_incomplete", False) for r in caught)),
     }
     for c in COUNTEREXAMPLE_CHOICES:
         figures[f"{c}_tokens"] = _mean([r[f"{c}_tokens"] for r in caught])

@@ -20,7 +20,8 @@ def _row(public: bool, caught: bool, tokens: tuple[float, float, float] = (3, 5,
 
 
 def test_summary_pools_seeds_and_ignores_uncaught_bugs() -> None:
-    seed0 = {"rows": [_row(True, True), _row(False, True, (2, float("nan"), 10)), _row(False, False)]}
+    stopped = {**_row(False, True, (2, float("nan"), 10)), "hypothesis_incomplete": True}
+    seed0 = {"rows": [_row(True, True), stopped, _row(False, False)]}
     seed1 = {"rows": [_row(True, True, (4, 6, 8)), _row(False, True)]}
     table, figures = summarise_detection([seed0, seed1])
     assert [r["PGS caught"] for r in table] == [2, 2]
@@ -30,6 +31,7 @@ def test_summary_pools_seeds_and_ignores_uncaught_bugs() -> None:
     assert figures["min_token_tokens"] == pytest.approx((3 + 2 + 4 + 3) / 4)
     assert figures["hypothesis_tokens"] == pytest.approx((5 + 6 + 5) / 3)  # a missing shrink is skipped
     assert figures["hypothesis_found"] == 3.0
+    assert figures["hypothesis_incomplete"] == 1.0  # the missing shrink stopped at the sandbox's limits
     assert figures["min_token_vs_random"] == pytest.approx(figures["min_token_tokens"] / figures["random_tokens"])
 
 

@@ -30,6 +30,7 @@ from lightning_icml26.algorithms.pgs.sandbox import (
     RunResult,
     Sandbox,
     SandboxUnavailableError,
+    ShrinkIncompleteError,
 )
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "Sandbox",
     "sandbox_for",
     "SandboxUnavailableError",
+    "ShrinkIncompleteError",
     "SelfDebug",
     "SelfEditRefiner",
     "sound_properties",

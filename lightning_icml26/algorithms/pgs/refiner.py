@@ -11,7 +11,8 @@ Deviations, written down: the Tester is asked for properties and inputs once per
 pseudo-code asks inside the loop; with a deterministic tester this is the same thing); with
 ``minimiser="hypothesis"`` the counterexample is Hypothesis's shrunk failing input from the problem's
 strategy (a design option, not the paper's pool selection), falling back to the min-token pick when
-Hypothesis finds none.
+Hypothesis finds none or its search stops at a sandbox limit (:class:`ShrinkIncompleteError`, e.g. a program
+that hangs on every input spends the CPU budget on shrinking steps).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from lightning_icml26.algorithms.pgs.minimise import min_token_failure, random_f
 from lightning_icml26.algorithms.pgs.problem import CodeProblem, call_text
 from lightning_icml26.algorithms.pgs.properties import sound_properties
 from lightning_icml26.algorithms.pgs.roles import GeneratorRole, TesterRole
-from lightning_icml26.algorithms.pgs.sandbox import CaseResult, RunResult, Sandbox
+from lightning_icml26.algorithms.pgs.sandbox import CaseResult, RunResult, Sandbox, ShrinkIncompleteError
 
 __all__ = ["MINIMISERS", "PGSRefiner", "RefinementResult", "RefinementStep", "describe_failure", "sandbox_for"]
 
@@ -259,7 +260,10 @@ class PGSRefiner(_Refiner):
     def _feedback(self, problem: CodeProblem, program: str, run: RunResult) -> tuple[str, CaseResult | None]:
         case: CaseResult | None = None
         if self.minimiser == "hypothesis" and problem.strategy is not None:
-            case = self.sandbox.shrink(program, problem.entry_point, problem.strategy, self._properties)
+            try:
+                case = self.sandbox.shrink(program, problem.entry_point, problem.strategy, self._properties)
+            except ShrinkIncompleteError:
+                case = None  # falls back to the fewest-token failure below
         if case is None and self.minimiser == "random":
             case = random_failure(run.failures, self._rng)
         if case is None:

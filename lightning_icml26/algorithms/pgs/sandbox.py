@@ -47,7 +47,15 @@ from typing import Any, NamedTuple
 from lightning_icml26._optional import require
 from lightning_icml26.algorithms.pgs._runner import decode
 
-__all__ = ["ISOLATIONS", "OUTCOMES", "CaseResult", "RunResult", "Sandbox", "SandboxUnavailableError"]
+__all__ = [
+    "ISOLATIONS",
+    "OUTCOMES",
+    "CaseResult",
+    "RunResult",
+    "Sandbox",
+    "SandboxUnavailableError",
+    "ShrinkIncompleteError",
+]
 
 OUTCOMES = ("pass", "wrong_answer", "property_violation", "runtime_error", "timeout", "memory", "resource")
 """The outcome kinds: the paper's Pass, WA (on a public test), AssertionError, RuntimeError and TLE, plus
@@ -78,6 +86,25 @@ PROCESS_WARNING = (
 
 class SandboxUnavailableError(RuntimeError):
     """The default OS isolation (bubblewrap with user namespaces) cannot run on this machine."""
+
+
+class ShrinkIncompleteError(RuntimeError):
+    """Hypothesis's search stopped at a sandbox limit (CPU, wall clock or memory) before it reported an input.
+
+    A program that hangs on most inputs does this: every example and every shrinking step runs until the
+    per-case limit, so the search spends the child's CPU budget before it ends. The caller decides what to do
+    without a shrunk input; :class:`~lightning_icml26.algorithms.pgs.PGSRefiner` falls back to the fewest-token
+    failure.
+
+    Attributes:
+        kind: the outcome that stopped the child (``"timeout"``, ``"resource"`` or ``"runtime_error"``).
+        reason: the sandbox's explanation, e.g. ``"the process ran past its CPU limit of 20 s"``.
+    """
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(f"Hypothesis shrinking did not finish: {kind}: {reason}")
+        self.kind = kind
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -581,6 +608,7 @@ class Sandbox:
 
         Raises:
             ImportError: if Hypothesis is not installed.
+            ShrinkIncompleteError: if the search stopped at a sandbox limit before it reported an input.
         """
         hypothesis = require("hypothesis", extra="pgs", purpose="Hypothesis shrinking")
         _positive("max_examples", max_examples, int)
@@ -599,7 +627,8 @@ class Sandbox:
         if records and "e" in records[0]:  # the program did not load
             return CaseResult("", str(records[0].get("k", "runtime_error")), error=str(records[0]["e"]))
         if len(records) < 2:
-            raise RuntimeError(f"Hypothesis shrinking did not finish: {stopped}")
+            kind, reason = stopped or ("runtime_error", "the process ended without reporting an input")
+            raise ShrinkIncompleteError(kind, reason)
         found = records[1].get("input")
         if not isinstance(found, str):
             return None

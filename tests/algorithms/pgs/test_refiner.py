@@ -141,6 +141,18 @@ def test_hypothesis_and_random_minimisers(box: Sandbox) -> None:
     short = [repr(([a, b],)) for a in range(10) for b in range(10)] + [repr(([a],)) for a in range(10)]
     assert _in_process_failures(BUGGY, short) == []
     assert len(eval(shrunk)[0]) == 3
+    # a program that hangs on every input stops Hypothesis at the sandbox's limits: the fewest-token failure is used
+    hangs = "def dedup(xs):\n    while True:\n        pass\n"
+    tight = Sandbox(case_seconds=0.2, cpu_seconds=2, memory_mb=256, wall_seconds=8)
+    gen = FakeGenerator([hangs, FIXED])
+    out = PGSRefiner(gen, FakeTester([NO_REPEATS], INPUTS), tight, minimiser="hypothesis").refine(problem)
+    assert out.passed
+    case = out.steps[0].counterexample
+    assert case is not None
+    assert case.kind == "timeout"
+    every_input = list(problem.public_inputs) + INPUTS
+    assert case.input in every_input
+    assert gen.count_tokens([case.input]) == [min(gen.count_tokens(every_input))]
     picks = set()
     for seed in range(6):
         gen = FakeGenerator([BUGGY, FIXED])

@@ -11,7 +11,7 @@ import pytest
 
 from lightning_icml26.algorithms.pgs import DirectGeneration, PGSRefiner, ReferenceTester, Sandbox, SelfDebug
 from lightning_icml26.algorithms.pgs import sandbox as sandbox_module
-from lightning_icml26.algorithms.pgs.sandbox import SandboxUnavailableError, _bwrap_args
+from lightning_icml26.algorithms.pgs.sandbox import SandboxUnavailableError, ShrinkIncompleteError, _bwrap_args
 
 SORT_PROP = ("is_sorted", "def is_sorted(args, result):\n    assert result == sorted(result), 'not sorted'")
 
@@ -147,6 +147,17 @@ def test_hypothesis_shrink_in_the_child(box: Sandbox) -> None:
     assert found.kind == "property_violation"
     assert found.input == "([0, 0, 0, 0],)"  # the simplest list longer than three
     assert box.shrink("def f(xs):\n    return xs", "f", "st.tuples(st.lists(st.integers()))", [prop]) is None
+
+
+def test_hypothesis_shrink_of_a_program_that_always_hangs_stops_with_a_clear_error() -> None:
+    pytest.importorskip("hypothesis")
+    # every example runs to the per-case limit, so the search spends the child's 2 s of CPU before it reports
+    box = Sandbox(case_seconds=0.2, cpu_seconds=2, memory_mb=256, wall_seconds=8)
+    hangs = "def f(xs):\n    while True:\n        pass"
+    with pytest.raises(ShrinkIncompleteError, match="did not finish") as stopped:
+        box.shrink(hangs, "f", "st.tuples(st.lists(st.integers()))")
+    assert stopped.value.kind == "timeout"
+    assert "CPU limit of 2 s" in stopped.value.reason or "wall clock" in stopped.value.reason
 
 
 @pytest.mark.parametrize(
