@@ -11,7 +11,7 @@ Part 2 (``pgs_comparison_task``; SmolLM2-135M-Instruct, or ``--model PATH`` of a
 starting from a mutant, PGS (reference tester) and Self-Debug revise it with the same budget of refinements;
 direct generation writes a program from the specification. Pass@1 (greedy, n = 1) and fix rate on the hidden pool.
 
-    python -m benchmarks.pgs --quick --json benchmarks/results/pgs_quick.json   # 15 problems, 1 mutant each
+    python -m benchmarks.pgs --quick --json outputs/pgs_quick.json   # 15 problems, 1 mutant each: a smoke run
     python -m benchmarks.pgs --json benchmarks/results/pgs.json
 """
 
