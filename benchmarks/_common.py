@@ -164,8 +164,9 @@ def check_poolable(
     settings_key: str,
     seeds_key: str,
     ignore: Sequence[str] = (),
+    unique_seeds: bool = True,
 ) -> dict[str, Any]:
-    """Check that JSON records are runs of ``benchmark`` with the same settings and no seed twice.
+    """Check that JSON records are runs of ``benchmark`` with the same settings and (by default) no seed twice.
 
     Args:
         records: ``(name, record)`` pairs as written by :func:`write_json`.
@@ -173,13 +174,15 @@ def check_poolable(
         settings_key: the key of ``figures`` holding the run's settings (``"settings"``, ``"config"``).
         seeds_key: the key of those settings listing the run's seeds (not compared).
         ignore: other settings that may differ between the runs (not compared).
+        unique_seeds: refuse a seed listed by two records; ``False`` where a benchmark splits one seed's work
+            between runs and checks its own cells (``arm_kv_budget``: one seed's kinds in two runs).
 
     Returns:
         The first record's settings without ``seeds_key`` and ``ignore``.
 
     Raises:
         ValueError: no record, a record of another benchmark, a setting that differs (naming both records and
-            the setting), or a seed in two records (naming both).
+            the setting), or (with ``unique_seeds``) a seed in two records (naming both).
 
     Example:
         >>> rec = lambda steps, seeds: {"benchmark": "b", "figures": {"config": {"steps": steps, "seeds": seeds}}}
@@ -207,7 +210,7 @@ def check_poolable(
                     f"{name} was run with {key}={settings.get(key)!r} but {first} with {key}={reference.get(key)!r}; "
                     "only runs with the same settings can be pooled"
                 )
-        for seed in full[seeds_key]:
+        for seed in full[seeds_key] if unique_seeds else ():
             if seed in owner:
                 raise ValueError(f"seed {seed} is in both {owner[seed]} and {name}; pool each seed once")
             owner[seed] = name

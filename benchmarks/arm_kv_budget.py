@@ -15,7 +15,9 @@ half its slots; ARM's KV bytes constant and per-token time at most 1.5 x from 51
 bytes >= 3.5 x. Full KV's recall >= 0.5 is the validity target (did training suffice for the task at all).
 
 ``--quick``: 100 steps of 16, 32 test sequences, one seed (a smoke run: no kind learns MQAR that fast).
-``--pool A.json B.json ...`` trains nothing and pools the per-seed cells of runs with the same settings.
+``--pool A.json B.json ...`` trains nothing and pools the per-seed cells of runs with the same settings; one seed's
+kinds may be split between runs (``--seed 5 --kinds full,snapkv,h2o,streaming,gsa`` on one core, ``--seed 5
+--kinds arm_fixed,arm_top_p,arm_learned`` on another), each kind and seed pooled once.
 
 Run: ``python -m benchmarks.arm_kv_budget [--quick] [--seed S] [--seeds N] [--kinds K,...] [--budget 1/8]
 [--steps N] [--set task.KEY=VALUE ...] [--json PATH]`` or ``python -m benchmarks.arm_kv_budget --pool A.json
@@ -81,6 +83,8 @@ def run_cells(trained: list[str], seeds: list[int], overrides: list[str], root: 
 def summarize(cells: dict[str, Any], kinds: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Recall rows (mean and population spread over seeds, ``vs_full``) and the decode-cost rows.
 
+    A kind whose cells measured no decode cost has no decode-cost rows.
+
     Example:
         >>> cells = {"full": {"0": {"recall_full": 1.0, "slots_full": float("nan"), "train_s": 2.0}},
         ...          "arm_fixed": {"0": {"recall_arm_fixed": 0.4, "slots_arm_fixed": 48.0, "train_s": 3.0},
@@ -110,7 +114,8 @@ def summarize(cells: dict[str, Any], kinds: tuple[str, ...]) -> tuple[list[dict[
         row["vs_full"] = ratio(row["recall"], full)
     cost = []
     for kind in (k for k in COST_KINDS if k in cells):
-        metrics = next(m for m in cells[kind].values() if any(key.startswith("kv_bytes_") for key in m))
+        measured = (m for m in cells[kind].values() if any(key.startswith("kv_bytes_") for key in m))
+        metrics: dict[str, Any] = next(measured, {})
         for key in sorted((k for k in metrics if k.startswith("kv_bytes_")), key=lambda k: int(k.split("_")[-1])):
             length = key.split("_")[-1]
             row = {"kind": kind, "context": int(length), "ms_per_token": metrics[f"ms_per_token_{length}"]}
@@ -146,16 +151,34 @@ def compute_targets(table: list[dict[str, Any]], cost: list[dict[str, Any]]) -> 
 
 
 def pool(paths: list[Path]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The config and the joined cells of runs with the same settings (``ValueError`` otherwise)."""
+    """The config and the joined cells of runs with the same settings.
+
+    One seed's kinds may come from several runs (``--seed 5 --kinds full,streaming`` in one, ``--seed 5 --kinds
+    arm_fixed`` in another), but each trained kind and seed is pooled once, and every trained kind must have the
+    same seeds. The decode-cost rows come from the first run that measured them.
+
+    Raises:
+        ValueError: runs of another benchmark or with other settings, a kind and seed in two runs (naming both),
+            or a trained kind missing seeds that another kind has (naming both).
+    """
     records = [(str(path), json.loads(path.read_text())) for path in paths]
-    check_poolable(records, "arm_kv_budget", "config", "seeds")
+    check_poolable(records, "arm_kv_budget", "config", "seeds", unique_seeds=False)
     cells: dict[str, Any] = {}
-    for _, record in records:
+    owner: dict[tuple[str, str], str] = {}
+    for name, record in records:
         for kind, per_seed in record["figures"]["cells"].items():
-            cells.setdefault(kind, {}).update(per_seed)
+            for seed, metrics in per_seed.items():
+                if (kind, seed) in owner:
+                    raise ValueError(f"{kind} seed {seed} is in both {owner[kind, seed]} and {name}; pool each once")
+                owner[kind, seed] = name
+                cells.setdefault(kind, {})[seed] = metrics
+    seeds = sorted({int(seed) for per_seed in cells.values() for seed in per_seed})
+    for kind, per_seed in cells.items():
+        missing = sorted(set(seeds) - {int(seed) for seed in per_seed})
+        if missing:
+            raise ValueError(f"pooled runs have no {kind} cell for seed(s) {missing}, which other kinds have")
     config = records[0][1]["figures"]["config"]
-    seeds = sorted(int(seed) for _, record in records for seed in record["figures"]["config"]["seeds"])
-    return {**config, "seeds": seeds, "pooled_from": [str(p) for p in paths]}, cells
+    return {**config, "seeds": seeds, "pooled_from": [name for name, _ in records]}, cells
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
