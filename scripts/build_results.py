@@ -87,11 +87,21 @@ class Record:
 
     @property
     def command(self) -> str:
-        """The command that wrote it, as recorded."""
+        """The command that wrote it, as recorded; a script path is shown as the ``python -m`` call that ran it.
+
+        ``python -m benchmarks.NAME`` records ``sys.argv[0]`` as ``benchmarks/NAME.py``, which cannot be run as a
+        path (the scripts import ``benchmarks._common``).
+        """
         cmd = self.data.get("command")
         if not cmd:
             return UNKNOWN
-        return cmd if cmd.startswith("python") else f"python {cmd}"
+        if cmd.startswith("python"):
+            return cmd
+        script, _, rest = cmd.partition(" ")
+        if script.startswith("benchmarks/") and script.endswith(".py"):
+            module = script.removesuffix(".py").replace("/", ".")
+            return f"python -m {module} {rest}".rstrip()
+        return f"python {cmd}"
 
     @property
     def date(self) -> str:
