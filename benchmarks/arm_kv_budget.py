@@ -159,7 +159,7 @@ def pool(paths: list[Path]) -> tuple[dict[str, Any], dict[str, Any]]:
 
     Raises:
         ValueError: runs of another benchmark or with other settings, a kind and seed in two runs (naming both),
-            or a trained kind missing seeds that another kind has (naming both).
+            or a trained kind missing seeds that another kind has (naming the kind and the seeds).
     """
     records = [(str(path), json.loads(path.read_text())) for path in paths]
     check_poolable(records, "arm_kv_budget", "config", "seeds", unique_seeds=False)
